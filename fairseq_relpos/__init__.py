@@ -1,0 +1,20 @@
+"""fairseq-relpos: position schemes for fairseq Transformers.
+
+Use it as a fairseq plugin (``--user-dir fairseq_relpos``) or import it for the hub API::
+
+    from fairseq_relpos import RelPosTransformerModel
+    model = RelPosTransformerModel.from_pretrained("checkpoints", "checkpoint_best.pt", "data-bin")
+"""
+import fairseq_relpos_compat  # noqa: F401  (fixes must precede fairseq's import)
+
+from .models.relpos_transformer import STUDY_ARCHITECTURES, RelPosTransformerModel, count_parameters
+from .positions import PositionSpec, register_scheme, scheme_names
+
+__all__ = [
+    "RelPosTransformerModel",
+    "STUDY_ARCHITECTURES",
+    "PositionSpec",
+    "count_parameters",
+    "register_scheme",
+    "scheme_names",
+]

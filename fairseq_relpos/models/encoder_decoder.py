@@ -1,0 +1,215 @@
+"""Transformer encoder and decoder whose position information comes from a PositionSpec."""
+import math
+from typing import Any, Dict, List, Optional
+
+import torch
+from fairseq.models import FairseqEncoder, FairseqIncrementalDecoder
+from fairseq.models.transformer import TransformerEncoderBase
+from fairseq.modules import FairseqDropout, LayerDropModuleList, LayerNorm
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from torch import Tensor, nn
+
+from ..modules.layers import RelPosDecoderLayer, RelPosEncoderLayer
+from ..positions import PositionSpec
+from ..positions.base import IncrementalState, PositionContext
+
+#: what max_positions() reports for a stack that can encode any length
+UNBOUNDED_POSITIONS = 1_000_000
+
+
+class _EmbeddingFrontEnd(nn.Module):
+    """Token embedding, scale, input position scheme, optional layer norm, dropout."""
+
+    def __init__(self, cfg, embed_tokens, context: PositionContext, spec: PositionSpec):
+        super().__init__()
+        self.embed_tokens = embed_tokens
+        self.padding_idx = embed_tokens.padding_idx
+        self.embed_scale = 1.0 if cfg.no_scale_embedding else math.sqrt(context.embed_dim)
+        self.input_positions = spec.build_input(context)
+        self.layernorm_embedding = LayerNorm(context.embed_dim) if cfg.layernorm_embedding else None
+        self.dropout = FairseqDropout(cfg.dropout, module_name="EmbeddingFrontEnd")
+
+    def max_positions(self) -> int:
+        limit = self.input_positions.max_positions() if self.input_positions else None
+        return UNBOUNDED_POSITIONS if limit is None else limit
+
+    def forward(self, tokens, padding_mask, start=0, incremental_state=None):
+        embedded = self.embed_scale * self.embed_tokens(tokens)  # B x T x C
+        x = embedded
+        if self.input_positions is not None:
+            x = self.input_positions(x, padding_mask, start, incremental_state)
+        if self.layernorm_embedding is not None:
+            x = self.layernorm_embedding(x)
+        x = self.dropout(x)
+        return x.masked_fill(padding_mask.unsqueeze(-1), 0), embedded
+
+
+def _position_context(cfg, side_cfg, causal, max_positions, padding_idx, max_relative_position):
+    return PositionContext(
+        embed_dim=side_cfg.embed_dim,
+        num_heads=side_cfg.attention_heads,
+        num_layers=side_cfg.layers,
+        causal=causal,
+        max_relative_position=max_relative_position,
+        max_positions=max_positions,
+        padding_idx=padding_idx,
+    )
+
+
+def _layer_stack(cfg, layerdrop, layers: List[nn.Module]) -> nn.ModuleList:
+    if cfg.checkpoint_activations:
+        layers = [checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations) for layer in layers]
+    stack = LayerDropModuleList(p=layerdrop) if layerdrop > 0 else nn.ModuleList()
+    stack.extend(layers)
+    return stack
+
+
+class RelPosEncoder(FairseqEncoder):
+    def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
+        super().__init__(dictionary)
+        self.spec = spec
+        context = _position_context(
+            cfg, cfg.encoder, False, cfg.max_source_positions, embed_tokens.padding_idx,
+            max_relative_position,
+        )
+        self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
+        self.layers = _layer_stack(
+            cfg, cfg.encoder.layerdrop,
+            [RelPosEncoderLayer(cfg, positions) for positions in spec.build_attention_layers(context)],
+        )
+        self.layer_norm = LayerNorm(context.embed_dim) if cfg.encoder.normalize_before else None
+
+    def forward(
+        self,
+        src_tokens: Tensor,  # B x T
+        src_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+    ) -> Dict[str, List[Tensor]]:
+        padding_mask = src_tokens.eq(self.front_end.padding_idx)  # B x T
+        x, embedded = self.front_end(src_tokens, padding_mask)
+        x = x.transpose(0, 1)  # T x B x C
+        layer_padding_mask = padding_mask if padding_mask.any() else None
+        states = [x] if return_all_hiddens else []
+        for layer in self.layers:
+            x = layer(x, layer_padding_mask)
+            if return_all_hiddens:
+                states.append(x)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        lengths = (~padding_mask).sum(dim=1, dtype=torch.int32).reshape(-1, 1)
+        return {
+            "encoder_out": [x],  # T x B x C
+            "encoder_padding_mask": [padding_mask],  # B x T
+            "encoder_embedding": [embedded],  # B x T x C
+            "encoder_states": states,  # List[T x B x C]
+            "src_tokens": [],
+            "src_lengths": [lengths],  # B x 1
+        }
+
+    # the output dict is fairseq's own, so is its reordering for beam search
+    reorder_encoder_out = TransformerEncoderBase.reorder_encoder_out
+
+    def max_positions(self):
+        return self.front_end.max_positions()
+
+
+class RelPosDecoder(FairseqIncrementalDecoder):
+    """Decoder that may take several new tokens per incremental step.
+
+    fairseq's generator feeds the whole prefix at every step; the decoder remembers how
+    many tokens it has already processed and runs only the new ones.
+    """
+
+    def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
+        super().__init__(dictionary)
+        self.spec = spec
+        context = _position_context(
+            cfg, cfg.decoder, True, cfg.max_target_positions, embed_tokens.padding_idx,
+            max_relative_position,
+        )
+        self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
+        self.layers = _layer_stack(
+            cfg, cfg.decoder.layerdrop,
+            [RelPosDecoderLayer(cfg, positions) for positions in spec.build_attention_layers(context)],
+        )
+        self.layer_norm = LayerNorm(context.embed_dim) if cfg.decoder.normalize_before else None
+        self.output_projection = nn.Linear(context.embed_dim, len(dictionary), bias=False)
+        if cfg.share_decoder_input_output_embed:
+            self.output_projection.weight = embed_tokens.weight
+        else:
+            nn.init.normal_(self.output_projection.weight, mean=0, std=context.embed_dim ** -0.5)
+
+    def forward(
+        self,
+        prev_output_tokens: Tensor,  # B x T
+        encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+        incremental_state: IncrementalState = None,
+        features_only: bool = False,
+        full_context_alignment: bool = False,
+        alignment_layer: Optional[int] = None,
+        alignment_heads: Optional[int] = None,
+        src_lengths: Optional[Any] = None,
+        return_all_hiddens: bool = False,
+    ):
+        x, extra = self.extract_features(
+            prev_output_tokens, encoder_out, incremental_state,
+            alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+        )
+        if not features_only:
+            x = self.output_layer(x)
+        return x, extra
+
+    def extract_features(
+        self,
+        prev_output_tokens: Tensor,
+        encoder_out: Optional[Dict[str, List[Tensor]]],
+        incremental_state: IncrementalState = None,
+        alignment_layer: Optional[int] = None,
+        alignment_heads: Optional[int] = None,
+        **unused,
+    ):
+        start = self._steps_done(incremental_state)
+        tokens = prev_output_tokens[:, start:]  # B x Tnew
+        if incremental_state is not None:
+            self._set_steps_done(incremental_state, start + tokens.size(1))
+        padding_mask = tokens.eq(self.front_end.padding_idx)
+        x, _ = self.front_end(tokens, padding_mask, start, incremental_state)
+        x = x.transpose(0, 1)  # Tnew x B x C
+
+        source = encoder_out["encoder_out"][0] if encoder_out else None  # Ts x B x C
+        source_padding = encoder_out["encoder_padding_mask"] if encoder_out else []
+        source_padding_mask = source_padding[0] if source_padding else None
+        self_attn_padding_mask = padding_mask if padding_mask.any() else None
+        if alignment_layer is None:
+            alignment_layer = len(self.layers) - 1
+
+        attn, inner_states = None, [x]
+        for index, layer in enumerate(self.layers):
+            x, layer_attn = layer(
+                x, source, source_padding_mask, self_attn_padding_mask, incremental_state,
+                need_head_weights=index == alignment_layer,
+            )
+            inner_states.append(x)
+            if index == alignment_layer and layer_attn is not None:
+                attn = layer_attn.float().to(x)
+        if attn is not None:
+            if alignment_heads is not None:
+                attn = attn[:alignment_heads]
+            attn = attn.mean(dim=0)  # B x Tnew x Ts
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return x.transpose(0, 1), {"attn": [attn], "inner_states": inner_states}  # B x Tnew x C
+
+    def output_layer(self, features):
+        return self.output_projection(features)
+
+    def max_positions(self):
+        return self.front_end.max_positions()
+
+    def _steps_done(self, incremental_state: IncrementalState) -> int:
+        state = self.get_incremental_state(incremental_state, "decoding")
+        return 0 if state is None else int(state["steps"])
+
+    def _set_steps_done(self, incremental_state, steps: int):
+        self.set_incremental_state(incremental_state, "decoding", {"steps": torch.tensor(steps)})

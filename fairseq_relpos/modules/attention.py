@@ -1,0 +1,137 @@
+"""The one self-attention module every position scheme plugs into."""
+import math
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+from torch import Tensor, nn
+
+from ..positions.base import AttentionPositions, IncrementalState
+
+
+@with_incremental_state
+class RelPosSelfAttention(nn.Module):
+    """Multi-head self-attention with an optional :class:`AttentionPositions` scheme.
+
+    Takes and returns fairseq's time-first ``T x B x C`` layout.  When the scheme only
+    biases the logits (or there is none) and no weights are asked for, attention runs in
+    ``F.scaled_dot_product_attention`` with the bias as a float mask; a value term needs
+    the probabilities, so that case runs the explicit softmax.  Incremental decoding caches
+    projected keys and values; queries of a step then sit at ``k_len - q_len …``, which is
+    how several tokens per step keep their relative distances right.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        positions: Optional[AttentionPositions] = None,
+        causal: bool = False,
+    ):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.dropout = dropout
+        self.positions = positions
+        self.causal = causal
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # as fairseq's MultiheadAttention with a shared q/k/v input
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=1 / math.sqrt(2))
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.constant_(self.out_proj.bias, 0.0)
+
+    def forward(
+        self,
+        x: Tensor,  # Tq x B x C
+        key_padding_mask: Optional[Tensor] = None,  # B x Tq, True at padding
+        incremental_state: IncrementalState = None,
+        need_weights: bool = False,
+    ) -> Tuple[Tensor, Optional[Tensor]]:  # Tq x B x C, B x H x Tq x Tk
+        q_len, bsz, _ = x.shape
+        q = self._split_heads(self.q_proj(x)) * self.scaling  # B x H x Tq x dh
+        k = self._split_heads(self.k_proj(x))
+        v = self._split_heads(self.v_proj(x))
+        if incremental_state is not None:
+            k, v, key_padding_mask = self._extend_cache(incremental_state, k, v, key_padding_mask)
+        k_len = k.size(2)
+        q_start = k_len - q_len
+
+        bias = self.positions.logit_bias(q, q_start, k_len) if self.positions else None
+        mask = self._additive_mask(q_start, q_len, k_len, key_padding_mask, q.dtype, q.device)
+        if bias is not None and mask is not None:
+            bias = bias + mask  # B x H x Tq x Tk
+        elif bias is None:
+            bias = mask  # B|1 x 1 x Tq x Tk, or None
+        dropout = self.dropout if self.training else 0.0
+
+        weights = None
+        value_term_needed = self.positions is not None and self.positions.has_value_term
+        if need_weights or value_term_needed:
+            logits = torch.matmul(q, k.transpose(-1, -2))  # B x H x Tq x Tk
+            if bias is not None:
+                logits = logits + bias
+            weights = torch.softmax(logits.float(), dim=-1).type_as(logits)
+            probs = F.dropout(weights, p=dropout, training=self.training)
+            out = torch.matmul(probs, v)  # B x H x Tq x dh
+            if value_term_needed:
+                out = out + self.positions.value_term(probs, q_start)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, scale=1.0)
+        out = out.permute(2, 0, 1, 3).reshape(q_len, bsz, self.embed_dim)  # Tq x B x C
+        return self.out_proj(out), weights
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        length, bsz, _ = x.shape
+        return x.view(length, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)  # B x H x T x dh
+
+    def _additive_mask(self, q_start, q_len, k_len, key_padding_mask, dtype, device) -> Optional[Tensor]:
+        blocked = None  # B|1 x 1 x Tq x Tk, True where a query may not look
+        if self.causal and k_len > 1:
+            queries = torch.arange(q_start, q_start + q_len, device=device).unsqueeze(1)
+            blocked = (torch.arange(k_len, device=device).unsqueeze(0) > queries)[None, None]
+        if key_padding_mask is not None:
+            padding = key_padding_mask.to(torch.bool)[:, None, None, :]
+            blocked = padding if blocked is None else blocked | padding
+        if blocked is None:
+            return None
+        return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, float("-inf"))
+
+    def _extend_cache(self, incremental_state, k, v, key_padding_mask):
+        cache = self.get_incremental_state(incremental_state, "attn_state") or {}
+        if "prev_key" in cache:
+            prev_len = cache["prev_key"].size(2)
+            k = torch.cat([cache["prev_key"], k], dim=2)
+            v = torch.cat([cache["prev_value"], v], dim=2)
+            prev_mask = cache.get("prev_key_padding_mask")
+            if prev_mask is not None or key_padding_mask is not None:
+                bsz = k.size(0)
+                if prev_mask is None:
+                    prev_mask = k.new_zeros(bsz, prev_len, dtype=torch.bool)
+                if key_padding_mask is None:
+                    key_padding_mask = k.new_zeros(bsz, k.size(2) - prev_len, dtype=torch.bool)
+                key_padding_mask = torch.cat([prev_mask, key_padding_mask.to(torch.bool)], dim=1)
+        state: Dict[str, Optional[Tensor]] = {"prev_key": k, "prev_value": v}
+        if key_padding_mask is not None:
+            state["prev_key_padding_mask"] = key_padding_mask
+        self.set_incremental_state(incremental_state, "attn_state", state)
+        return k, v, key_padding_mask
+
+    def reorder_incremental_state(self, incremental_state, new_order: Tensor):
+        cache = self.get_incremental_state(incremental_state, "attn_state")
+        if cache is not None:
+            reordered = {name: value.index_select(0, new_order) for name, value in cache.items()}
+            self.set_incremental_state(incremental_state, "attn_state", reordered)
+        return incremental_state

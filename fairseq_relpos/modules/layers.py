@@ -1,0 +1,114 @@
+"""Encoder and decoder layers around :class:`RelPosSelfAttention`.
+
+Parameter names follow fairseq's Transformer layers (``self_attn``, ``encoder_attn``,
+``fc1``, ``fc2``, ``*_layer_norm``).  Encoder-decoder attention is fairseq's own
+``MultiheadAttention``: it never carries position terms (SPEC §1).
+"""
+from typing import Callable, Optional
+
+from fairseq import utils
+from fairseq.modules import FairseqDropout, LayerNorm, MultiheadAttention
+from torch import Tensor, nn
+
+from ..positions.base import AttentionPositions, IncrementalState
+from .attention import RelPosSelfAttention
+
+
+class FeedForward(nn.Module):
+    def __init__(self, embed_dim, ffn_dim, activation_fn, activation_dropout):
+        super().__init__()
+        self.fc1 = nn.Linear(embed_dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, embed_dim)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.activation_dropout = FairseqDropout(activation_dropout, module_name="FeedForward")
+
+    def forward(self, x):
+        return self.fc2(self.activation_dropout(self.activation_fn(self.fc1(x))))
+
+
+class ResidualBlock(nn.Module):
+    """``x + dropout(sublayer(x))`` with layer norm before (pre-norm) or after (post-norm)."""
+
+    def __init__(self, embed_dim, dropout, normalize_before):
+        super().__init__()
+        self.layer_norm = LayerNorm(embed_dim)
+        self.dropout = FairseqDropout(dropout, module_name="ResidualBlock")
+        self.normalize_before = normalize_before
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.normalize_before:
+            return x + self.dropout(sublayer(self.layer_norm(x)))
+        return self.layer_norm(x + self.dropout(sublayer(x)))
+
+
+class RelPosEncoderLayer(nn.Module):
+    def __init__(self, cfg, positions: Optional[AttentionPositions]):
+        super().__init__()
+        embed_dim = cfg.encoder.embed_dim
+        self.self_attn = RelPosSelfAttention(
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False
+        )
+        self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
+        self.ffn = FeedForward(
+            embed_dim, cfg.encoder.ffn_embed_dim, cfg.activation_fn, cfg.activation_dropout
+        )
+        self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
+
+    def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor]) -> Tensor:  # T x B x C
+        x = self.self_attn_block(x, lambda h: self.self_attn(h, encoder_padding_mask)[0])
+        return self.ffn_block(x, self.ffn)
+
+
+class RelPosDecoderLayer(nn.Module):
+    def __init__(self, cfg, positions: Optional[AttentionPositions]):
+        super().__init__()
+        embed_dim = cfg.decoder.embed_dim
+        normalize_before = cfg.decoder.normalize_before
+        self.self_attn = RelPosSelfAttention(
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True
+        )
+        self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
+        self.encoder_attn = MultiheadAttention(
+            embed_dim,
+            cfg.decoder.attention_heads,
+            kdim=cfg.encoder.embed_dim,
+            vdim=cfg.encoder.embed_dim,
+            dropout=cfg.attention_dropout,
+            encoder_decoder_attention=True,
+        )
+        self.encoder_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
+        self.ffn = FeedForward(
+            embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, cfg.activation_dropout
+        )
+        self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
+
+    def forward(
+        self,
+        x: Tensor,  # Tq x B x C
+        encoder_out: Tensor,  # Ts x B x C
+        encoder_padding_mask: Optional[Tensor],  # B x Ts
+        self_attn_padding_mask: Optional[Tensor] = None,  # B x Tq
+        incremental_state: IncrementalState = None,
+        need_head_weights: bool = False,  # return cross-attention weights, H x B x Tq x Ts
+    ):
+        x = self.self_attn_block(
+            x, lambda h: self.self_attn(h, self_attn_padding_mask, incremental_state)[0]
+        )
+        cross_attn = None
+
+        def attend_to_source(h):
+            nonlocal cross_attn
+            out, cross_attn = self.encoder_attn(
+                query=h,
+                key=encoder_out,
+                value=encoder_out,
+                key_padding_mask=encoder_padding_mask,
+                incremental_state=incremental_state,
+                static_kv=True,
+                need_weights=need_head_weights,
+                need_head_weights=need_head_weights,
+            )
+            return out
+
+        x = self.encoder_attn_block(x, attend_to_source)
+        return self.ffn_block(x, self.ffn), cross_attn

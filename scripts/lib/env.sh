@@ -1,0 +1,35 @@
+# Sourced by the scripts: enter a Python environment with fairseq-relpos installed.
+#
+# Uses the active virtualenv if there is one, else creates (once) .venv in the checkout.
+# Installs torch only when it is missing (RELPOS_TORCH_SPEC, default torch==2.13.0, whose
+# CPU wheel is what the CI machines get), keeps pip below 24.1 (newer pips reject
+# omegaconf 2.0.6's metadata, which fairseq 0.12.2 needs) and installs this checkout in
+# editable mode with its test extra.  Re-running does nothing once the environment matches.
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+RELPOS_TORCH_SPEC="${RELPOS_TORCH_SPEC:-torch==2.13.0}"
+
+relpos_log() { echo "[fairseq-relpos] $*" >&2; }
+
+if [[ -z "${VIRTUAL_ENV:-}" ]]; then
+  if [[ ! -x "$REPO_ROOT/.venv/bin/python" ]]; then
+    relpos_log "creating $REPO_ROOT/.venv"
+    "${PYTHON:-python3}" -m venv "$REPO_ROOT/.venv"
+  fi
+  # shellcheck disable=SC1091
+  source "$REPO_ROOT/.venv/bin/activate"
+fi
+
+relpos_install_stamp="$VIRTUAL_ENV/.fairseq-relpos-installed"
+relpos_wanted_stamp="$REPO_ROOT $(cat "$REPO_ROOT/setup.py" "$REPO_ROOT/pyproject.toml" | cksum)"
+if [[ "$(cat "$relpos_install_stamp" 2>/dev/null)" != "$relpos_wanted_stamp" ]] ||
+   ! python -c "import fairseq_relpos_compat, fairseq, torch" 2>/dev/null; then
+  relpos_log "setting up $VIRTUAL_ENV"
+  python -m pip install -q "pip<24.1"
+  if ! python -c "import torch" 2>/dev/null; then
+    relpos_log "installing $RELPOS_TORCH_SPEC"
+    python -m pip install -q "$RELPOS_TORCH_SPEC"
+  fi
+  python -m pip install -q -e "$REPO_ROOT[test]"
+  echo "$relpos_wanted_stamp" > "$relpos_install_stamp"
+fi
+unset relpos_install_stamp relpos_wanted_stamp

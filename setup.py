@@ -1,0 +1,61 @@
+"""fairseq-relpos: position schemes for fairseq Transformers and a length-bucket analysis.
+
+Besides the two packages, the distribution installs ``fairseq_relpos_compat.pth`` into
+site-packages; it imports ``fairseq_relpos_compat`` at interpreter start-up so that the
+stock ``fairseq-*`` commands run on Python >= 3.11, torch >= 2.6 and numpy 2.  Both the
+regular and the editable (PEP 660) build are hooked, since setuptools' editable wheels
+otherwise drop extra top-level files.
+"""
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
+
+HERE = Path(__file__).parent
+STARTUP_PTH = "fairseq_relpos_compat.pth"
+
+
+class BuildPyWithStartupPth(build_py):
+    def run(self):
+        super().run()
+        shutil.copy(HERE / STARTUP_PTH, Path(self.build_lib) / STARTUP_PTH)
+
+
+class EditableWheelWithStartupPth(editable_wheel):
+    def _install_namespaces(self, installation_dir, pth_prefix):
+        super()._install_namespaces(installation_dir, pth_prefix)
+        shutil.copy(HERE / STARTUP_PTH, Path(installation_dir) / STARTUP_PTH)
+
+
+setup(
+    name="fairseq-relpos",
+    version="0.1.0",
+    description="Relative and other position schemes for fairseq Transformers, "
+    "with length-bucket analysis of machine translation",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.8",
+    packages=[
+        "fairseq_relpos",
+        "fairseq_relpos.positions",
+        "fairseq_relpos.modules",
+        "fairseq_relpos.models",
+        "analysis",
+    ],
+    py_modules=["fairseq_relpos_compat"],
+    install_requires=[
+        "fairseq==0.12.2",
+        "torch",
+        "sacrebleu>=2",
+        "sentencepiece",
+        "subword-nmt",
+        "sacremoses",
+        "pandas",
+        "matplotlib",
+    ],
+    extras_require={"test": ["pytest"]},
+    entry_points={"console_scripts": ["relpos-report=analysis.report:main"]},
+    cmdclass={"build_py": BuildPyWithStartupPth, "editable_wheel": EditableWheelWithStartupPth},
+)
