@@ -95,21 +95,18 @@ class AttentionPositions(nn.Module):
 def sinusoids(positions: Tensor, dim: int, spectrum_dim: Optional[int] = None) -> Tensor:
     """Vaswani et al.'s sinusoidal encoding of (possibly negative) ``positions``.
 
-    Returns ``positions.shape + (dim,)``: ``dim/2`` sines, then ``dim/2`` cosines, at
-    frequencies ``10000^(-2i/spectrum_dim)``.  ``spectrum_dim`` defaults to ``dim``; the
-    relative sinusoidal scheme takes the first ``d_head`` components of a ``d_model``
-    encoding (004 eq. 8), i.e. ``dim = d_head`` with ``spectrum_dim = d_model``.
-    Computed on the fly, so any position works: nothing to outgrow.
+    Returns ``positions.shape + (dim,)`` with ``PE[p, 2i] = sin(p / 10000^(2i/spectrum_dim))``
+    and ``PE[p, 2i+1] = cos(…)``.  ``spectrum_dim`` defaults to ``dim``; the relative
+    sinusoidal scheme takes the first ``d_head`` components of a ``d_model`` encoding
+    (004 eq. 8), i.e. ``dim = d_head`` with ``spectrum_dim = d_model``.  Computed on the
+    fly, so any position works: there is no table to outgrow.
     """
     spectrum_dim = spectrum_dim or dim
-    half = dim // 2
-    exponents = torch.arange(half, device=positions.device, dtype=torch.float32) * 2
-    inv_freq = torch.exp(exponents * (-math.log(10000.0) / spectrum_dim))  # half
-    angles = positions.float().unsqueeze(-1) * inv_freq  # ... x half
-    encoding = torch.cat([angles.sin(), angles.cos()], dim=-1)
-    if dim % 2:
-        encoding = nn.functional.pad(encoding, (0, 1))
-    return encoding
+    even_indices = torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32)
+    inv_freq = torch.exp(even_indices * (-math.log(10000.0) / spectrum_dim))  # ceil(dim/2)
+    angles = positions.float().unsqueeze(-1) * inv_freq  # ... x ceil(dim/2)
+    interleaved = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)
+    return interleaved[..., :dim]
 
 
 def relative_distance_index(

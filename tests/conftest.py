@@ -1,0 +1,115 @@
+"""Shared fixtures: tiny models built in-process, and tiny corpora for the fairseq CLIs."""
+import argparse
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+BIN_DIR = Path(sys.executable).parent
+
+
+def shared_path(*parts) -> Path:
+    """A path under ../shared, or a clean skip where it is absent (a user's clone)."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (shared data lives beside the checkout)")
+    return path
+
+
+# --- in-process models -----------------------------------------------------------------
+TINY_DIMS = dict(
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_embed_dim=32,
+    decoder_embed_dim=32,
+    encoder_ffn_embed_dim=48,
+    decoder_ffn_embed_dim=48,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    dropout=0.0,
+    max_relative_position=3,  # small k, so short test sequences already clip
+)
+
+
+def tiny_dictionary(size=24):
+    from fairseq.data import Dictionary
+
+    dictionary = Dictionary()
+    for index in range(size):
+        dictionary.add_symbol(f"w{index}")
+    return dictionary
+
+
+def build_tiny_model(arch, dictionary=None, **overrides):
+    """A relpos_transformer of `arch` with tiny dims, in eval mode, seeded."""
+    import torch
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    from fairseq_relpos import RelPosTransformerModel
+
+    torch.manual_seed(0)
+    dictionary = dictionary or tiny_dictionary()
+    args = argparse.Namespace(arch=arch, **{**TINY_DIMS, **overrides})
+    ARCH_CONFIG_REGISTRY[arch](args)
+    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
+    return RelPosTransformerModel.build_model(args, task).eval()
+
+
+# --- tiny corpora and the fairseq command line -----------------------------------------
+def write_reversal_corpus(directory: Path, seed=1, sizes=(("train", 400), ("valid", 40), ("test", 40)),
+                          min_len=3, max_len=12):
+    """A copy-and-reverse task with upper-cased target words: position matters."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(30)]
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, count in sizes:
+        with open(directory / f"{split}.src", "w") as src, open(directory / f"{split}.tgt", "w") as tgt:
+            for _ in range(count):
+                sentence = [rng.choice(words) for _ in range(rng.randint(min_len, max_len))]
+                src.write(" ".join(sentence) + "\n")
+                tgt.write(" ".join(word.upper() for word in reversed(sentence)) + "\n")
+    return directory
+
+
+def fairseq(command, *args, cwd=None, check=True, env=None):
+    """Runs a stock fairseq console script of this environment; returns the CompletedProcess."""
+    full_env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    result = subprocess.run(
+        [str(BIN_DIR / command), *map(str, args)],
+        cwd=cwd, env=full_env, capture_output=True, text=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"{command} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result
+
+
+TINY_TRAIN_ARGS = [
+    "--encoder-layers", 1, "--decoder-layers", 1,
+    "--encoder-embed-dim", 32, "--decoder-embed-dim", 32,
+    "--encoder-ffn-embed-dim", 64, "--decoder-ffn-embed-dim", 64,
+    "--encoder-attention-heads", 4, "--decoder-attention-heads", 4,
+    "--optimizer", "adam", "--lr", "3e-3", "--max-tokens", 2000,
+    "--no-progress-bar", "--log-interval", 10, "--seed", 1, "--num-workers", 0,
+]
+
+
+@pytest.fixture(scope="session")
+def reversal_data_bin(tmp_path_factory):
+    """The reversal corpus, binarized by fairseq-preprocess (separate dictionaries)."""
+    root = tmp_path_factory.mktemp("reversal")
+    write_reversal_corpus(root / "text")
+    # a test set three times longer than any training sentence
+    write_reversal_corpus(root / "long", seed=2, sizes=(("test", 6),), min_len=36, max_len=40)
+    fairseq(
+        "fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt",
+        "--trainpref", root / "text/train", "--validpref", root / "text/valid",
+        "--testpref", f"{root / 'text/test'},{root / 'long/test'}",
+        "--destdir", root / "bin", "--workers", 1,
+    )
+    return root / "bin"

@@ -1,0 +1,214 @@
+"""Invariants 2-5 of SPEC §2 for every architecture, on tiny in-process models."""
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from fairseq_relpos import STUDY_ARCHITECTURES, count_parameters
+
+from conftest import build_tiny_model, tiny_dictionary
+
+ARCHS = sorted(STUDY_ARCHITECTURES)
+ATOL = 1e-5
+
+
+def random_tokens(dictionary, lengths, left_pad, seed=0):
+    """B x max(lengths) sentences of random words ending in EOS, padded left or right."""
+    generator = torch.Generator().manual_seed(seed)
+    total = max(lengths)
+    batch = torch.full((len(lengths), total), dictionary.pad())
+    for row, length in enumerate(lengths):
+        words = torch.randint(dictionary.nspecial, len(dictionary), (length - 1,), generator=generator)
+        sentence = torch.cat([words, torch.tensor([dictionary.eos()])])
+        if left_pad:
+            batch[row, total - length:] = sentence
+        else:
+            batch[row, :length] = sentence
+    return batch
+
+
+def decoder_input(dictionary, target):
+    """fairseq's prev_output_tokens: EOS, then the target shifted right (no padding here)."""
+    return torch.cat([torch.full((target.size(0), 1), dictionary.eos()), target[:, :-1]], dim=1)
+
+
+def encode(model, src):
+    lengths = src.ne(model.encoder.dictionary.pad()).sum(1)
+    return model.encoder(src, src_lengths=lengths)
+
+
+@pytest.fixture(scope="module")
+def dictionary():
+    return tiny_dictionary()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("tokens_per_step", [1, 3])
+def test_incremental_decoding_equals_teacher_forcing(arch, tokens_per_step, dictionary):
+    model = build_tiny_model(arch, dictionary)
+    src = random_tokens(dictionary, [9, 6, 3], left_pad=True)
+    prev = decoder_input(dictionary, random_tokens(dictionary, [11, 11, 11], left_pad=False, seed=1))
+    with torch.no_grad():
+        encoder_out = encode(model, src)
+        full, _ = model.decoder(prev, encoder_out)
+        state, steps = {}, []
+        for end in range(tokens_per_step, prev.size(1) + tokens_per_step, tokens_per_step):
+            steps.append(model.decoder(prev[:, :end], encoder_out, incremental_state=state)[0])
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_incremental_decoding_survives_beam_reordering(arch, dictionary):
+    model = build_tiny_model(arch, dictionary)
+    beams = 2
+    src = random_tokens(dictionary, [9, 4], left_pad=True).repeat_interleave(beams, dim=0)
+    prev = decoder_input(dictionary, random_tokens(dictionary, [12] * 4, left_pad=False, seed=1))
+    # as beam search does within each sentence: drop one hypothesis, copy another, swap
+    new_order = torch.tensor([1, 1, 3, 2])
+    with torch.no_grad():
+        encoder_out, state = encode(model, src), {}
+        for end in range(1, 7):
+            model.decoder(prev[:, :end], encoder_out, incremental_state=state)
+        model.decoder.reorder_incremental_state_scripting(state, new_order)
+        encoder_out = model.encoder.reorder_encoder_out(encoder_out, new_order)
+        prev = prev[new_order]
+        steps = [model.decoder(prev[:, :end], encoder_out, incremental_state=state)[0]
+                 for end in range(7, prev.size(1) + 1)]
+        full, _ = model.decoder(prev, encode(model, src[new_order]))
+    torch.testing.assert_close(torch.cat(steps, dim=1), full[:, 6:], atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_beam_search_scores_equal_teacher_forced_scores(arch, dictionary):
+    """fairseq's own beam search (incremental, with reordering) scores each hypothesis as the
+    teacher-forced pass does."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    model = build_tiny_model(arch, dictionary)
+    src = random_tokens(dictionary, [8, 5], left_pad=True)
+    generator = SequenceGenerator([model], dictionary, beam_size=4, max_len_b=12, min_len=3)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(dictionary.pad()).sum(1)}}
+    with torch.no_grad():
+        hypotheses = generator.generate([model], sample)
+        for row, beams in enumerate(hypotheses):
+            for hypo in beams:
+                target = hypo["tokens"].unsqueeze(0)
+                logits, _ = model(src[row:row + 1][:, src[row].ne(dictionary.pad())],
+                                  None, decoder_input(dictionary, target))
+                log_probs = torch.log_softmax(logits.float(), dim=-1)
+                scores = log_probs.gather(-1, target.unsqueeze(-1)).squeeze()
+                torch.testing.assert_close(scores, hypo["positional_scores"], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_outputs_do_not_depend_on_the_rest_of_the_batch(arch, dictionary):
+    model = build_tiny_model(arch, dictionary)
+    src = random_tokens(dictionary, [5, 13, 9], left_pad=True)  # fairseq left-pads sources
+    tgt = random_tokens(dictionary, [6, 10, 4], left_pad=False, seed=1)
+    prev = decoder_input(dictionary, tgt).masked_fill(tgt.eq(dictionary.pad()), dictionary.pad())
+    with torch.no_grad():
+        batch_encoder = encode(model, src)["encoder_out"][0]  # T x B x C
+        batch_logits, _ = model(src, None, prev)
+        for row in range(src.size(0)):
+            alone_src = src[row:row + 1][:, src[row].ne(dictionary.pad())]
+            alone_prev = prev[row:row + 1][:, tgt[row].ne(dictionary.pad())]
+            alone_encoder = encode(model, alone_src)["encoder_out"][0]
+            alone_logits, _ = model(alone_src, None, alone_prev)
+            length = alone_src.size(1)
+            torch.testing.assert_close(batch_encoder[-length:, row], alone_encoder[:, 0], atol=ATOL, rtol=1e-4)
+            torch.testing.assert_close(batch_logits[row, :alone_prev.size(1)], alone_logits[0], atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCHS if a != "transformer_abs_learned"])
+def test_lengths_far_beyond_the_position_capacity(arch, dictionary):
+    model = build_tiny_model(arch, dictionary, max_source_positions=16, max_target_positions=16)
+    src = random_tokens(dictionary, [60], left_pad=True)
+    prev = decoder_input(dictionary, random_tokens(dictionary, [70], left_pad=False))
+    with torch.no_grad():
+        logits, _ = model(src, None, prev)
+    assert torch.isfinite(logits).all()
+    assert model.max_positions()[0] > 10_000
+
+
+def test_learned_positions_refuse_longer_inputs(dictionary):
+    model = build_tiny_model("transformer_abs_learned", dictionary, max_source_positions=16, max_target_positions=16)
+    assert model.max_positions() == (16, 16)
+    src = random_tokens(dictionary, [20], left_pad=True)
+    with pytest.raises(ValueError, match="abs_learned: a sequence of 20 tokens exceeds .* 16 positions"):
+        encode(model, src)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_parameter_gets_a_gradient(arch, dictionary):
+    """Invariant 5: DDP needs no find_unused_parameters."""
+    model = build_tiny_model(arch, dictionary).train()
+    src = random_tokens(dictionary, [7, 4], left_pad=True)
+    tgt = random_tokens(dictionary, [6, 6], left_pad=False, seed=1)
+    logits, _ = model(src, None, decoder_input(dictionary, tgt))
+    torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt).backward()
+    unused = [name for name, p in model.named_parameters() if p.grad is None]
+    assert not unused
+
+
+class ShapeRecorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.shapes += [tuple(t.shape) for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        return out
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_no_pairwise_vector_tensor(arch, dictionary):
+    """Shaw §3.3: nothing of size B x H x n x n x d_head is ever materialised."""
+    model = build_tiny_model(arch, dictionary)
+    n, heads, head_dim = 40, 4, 8
+    src = random_tokens(dictionary, [n, n], left_pad=True)
+    prev = decoder_input(dictionary, random_tokens(dictionary, [n, n], left_pad=False))
+    with torch.no_grad(), ShapeRecorder() as recorder:
+        model(src, None, prev)
+    pairwise_vectors = 2 * heads * n * n * head_dim
+    biggest = max(recorder.shapes, key=lambda shape: torch.Size(shape).numel())
+    assert torch.Size(biggest).numel() < pairwise_vectors // head_dim * 2, biggest
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_decoding_step_computes_only_its_new_rows(arch, dictionary):
+    model = build_tiny_model(arch, dictionary)
+    prefix = 29
+    src = random_tokens(dictionary, [5], left_pad=True)
+    prev = decoder_input(dictionary, random_tokens(dictionary, [prefix + 1], left_pad=False))
+    with torch.no_grad():
+        encoder_out, state = encode(model, src), {}
+        model.decoder(prev[:, :prefix], encoder_out, incremental_state=state)
+        with ShapeRecorder() as recorder:
+            model.decoder(prev, encoder_out, incremental_state=state)
+    quadratic = [shape for shape in recorder.shapes if list(shape).count(prefix + 1) >= 2]
+    assert not quadratic
+
+
+def test_study_parameter_counts():
+    """Transformer-base sizes (SPEC §3) with a 1000-word vocabulary on each side: the
+    position schemes differ only by their own tables."""
+    dictionary = tiny_dictionary(1000 - 4)
+    base = dict(encoder_layers=6, decoder_layers=6, encoder_embed_dim=512, decoder_embed_dim=512,
+                encoder_ffn_embed_dim=2048, decoder_ffn_embed_dim=2048,
+                encoder_attention_heads=8, decoder_attention_heads=8, max_relative_position=16)
+    counts = {arch: count_parameters(build_tiny_model(arch, dictionary, **base)) for arch in ARCHS}
+    head_dim, k, layers = 64, 16, 6
+    shaw_table = lambda rows: rows * head_dim  # noqa: E731
+    encoder_tables, decoder_tables = layers * shaw_table(2 * k + 1), layers * shaw_table(k + 1)
+    absolute = counts["transformer_abs"]
+    assert counts["transformer_nope"] == absolute
+    assert counts["transformer_rel_sin"] == absolute
+    assert counts["transformer_rel"] == absolute + 2 * (encoder_tables + decoder_tables)
+    assert counts["transformer_rel_abs"] == counts["transformer_rel"]
+    assert counts["transformer_rel_k"] == absolute + encoder_tables + decoder_tables
+    assert counts["transformer_rel_v"] == counts["transformer_rel_k"]
+    assert counts["transformer_abs_learned"] == absolute + 2 * 1024 * 512
+    lstm_encoder = 4 * (256 * 512 + 256 * 256 + 2 * 256) * 2  # two directions, 256 units each
+    lstm_decoder = 4 * (512 * 512 + 512 * 512 + 2 * 512)
+    assert counts["transformer_lstm_pos"] == absolute + lstm_encoder + lstm_decoder
