@@ -1,0 +1,152 @@
+"""End to end through the stock fairseq commands (SPEC §2, issue: every architecture):
+preprocess a tiny corpus, train one short epoch, reload, generate with beam 4 (also on
+sources three times longer than any training sentence), resume training."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from fairseq_relpos import STUDY_ARCHITECTURES
+
+from conftest import BIN_DIR, TINY_TRAIN_ARGS, fairseq
+
+pytestmark = pytest.mark.slow
+
+LONG_TEST_SUBSET = "test1"  # the second --testpref of the reversal corpus: 36-40 tokens
+
+
+def train(data_bin, save_dir, arch, *extra, epochs=1, cwd=None):
+    return fairseq(
+        "fairseq-train", data_bin, "--user-dir", "fairseq_relpos", "--arch", arch,
+        *TINY_TRAIN_ARGS, "--max-epoch", epochs, "--save-dir", save_dir, "--cpu", *extra, cwd=cwd,
+    )
+
+
+def generate(data_bin, checkpoint, subset="test", *extra, check=True):
+    return fairseq(
+        "fairseq-generate", data_bin, "--user-dir", "fairseq_relpos", "--path", checkpoint,
+        "--gen-subset", subset, "--beam", 4, "--batch-size", 16, "--cpu", *extra, check=check,
+    )
+
+
+def hypotheses(generate_output):
+    return [line for line in generate_output.splitlines() if line.startswith("H-")]
+
+
+@pytest.mark.parametrize("arch", sorted(STUDY_ARCHITECTURES))
+def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
+    # run from a directory without the plugin: --user-dir resolves the installed package
+    trained = train(reversal_data_bin, tmp_path / "ckpt", arch, cwd=tmp_path)
+    assert "relpos_transformer: encoder" in trained.stderr + trained.stdout
+    assert (tmp_path / "ckpt/checkpoint_last.pt").exists()
+
+    test = generate(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt")
+    assert len(hypotheses(test.stdout)) == 40
+    assert "Generate test with beam=4" in test.stdout
+
+    if arch == "transformer_abs_learned":
+        return  # its refusal of long inputs is tested below
+    long = generate(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt", LONG_TEST_SUBSET)
+    assert len(hypotheses(long.stdout)) == 6
+
+    resumed = train(reversal_data_bin, tmp_path / "ckpt", arch, epochs=2, cwd=tmp_path)
+    log = resumed.stderr + resumed.stdout
+    # fairseq names the epoch it resumes into
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 2 @ [1-9]\d* updates\)", log)
+    assert "end of epoch 2" in log and "end of epoch 1" not in log
+
+
+def test_learned_positions_refuse_long_sources_clearly(reversal_data_bin, tmp_path):
+    train(reversal_data_bin, tmp_path / "ckpt", "transformer_abs_learned",
+          "--max-source-positions", 16, "--max-target-positions", 16)
+    refused = generate(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt", LONG_TEST_SUBSET,
+                       "--max-source-positions", 100, "--max-target-positions", 100, check=False)
+    assert refused.returncode != 0
+    assert "max_positions=(16, 16)" in refused.stderr
+
+
+def test_interactive_and_hub_interface(reversal_data_bin, tmp_path):
+    train(reversal_data_bin, tmp_path / "ckpt", "transformer_rel")
+    interactive = subprocess.run(
+        [str(BIN_DIR / "fairseq-interactive"), str(reversal_data_bin), "--user-dir", "fairseq_relpos",
+         "--path", str(tmp_path / "ckpt/checkpoint_last.pt"), "--beam", "4", "--cpu",
+         "--source-lang", "src", "--target-lang", "tgt"],
+        input="w1 w2 w3\nw4 w5\n", capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert interactive.returncode == 0, interactive.stderr[-3000:]
+    assert len(hypotheses(interactive.stdout)) == 2
+
+    script = (
+        "from fairseq_relpos import RelPosTransformerModel\n"
+        f"model = RelPosTransformerModel.from_pretrained({str(tmp_path / 'ckpt')!r}, "
+        f"checkpoint_file='checkpoint_last.pt', data_name_or_path={str(reversal_data_bin)!r}, "
+        "source_lang='src', target_lang='tgt')\n"
+        "print('TRANSLATION', model.translate('w1 w2 w3', beam=4))\n"
+    )
+    hub = subprocess.run([str(BIN_DIR / "python"), "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert hub.returncode == 0, hub.stderr[-3000:]
+    assert re.search(r"^TRANSLATION \S", hub.stdout, re.M)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("arch", ["transformer_rel", "transformer_lstm_pos"])
+def test_two_process_ddp_training_without_find_unused_parameters(arch, reversal_data_bin, tmp_path):
+    """torchrun + gloo + pytorch_ddp on CPU: DDP fails on the second step if a parameter got
+    no gradient, so two epochs of several updates each prove invariant 5 in practice."""
+    result = subprocess.run(
+        [str(BIN_DIR / "torchrun"), "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(free_port()), str(BIN_DIR / "fairseq-train"), str(reversal_data_bin),
+         "--user-dir", "fairseq_relpos", "--arch", arch, *map(str, TINY_TRAIN_ARGS),
+         "--max-epoch", "2", "--max-tokens", "400", "--save-dir", str(tmp_path / "ckpt"), "--cpu",
+         "--distributed-backend", "gloo", "--ddp-backend", "pytorch_ddp"],
+        capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+    assert "initialized host" in log and "as rank 1" in log
+    assert "'find_unused_parameters': False" in log
+    assert "end of epoch 2" in log
+
+
+def test_fairseq_score_with_sacrebleu(tmp_path):
+    (tmp_path / "ref").write_text("the cat sat on the mat\na b c d\n")
+    (tmp_path / "sys").write_text("the cat sat on a mat\na b c d\n")
+    scored = fairseq("fairseq-score", "--sys", tmp_path / "sys", "--ref", tmp_path / "ref", "--sacrebleu")
+    assert re.search(r"BLEU = \d+\.\d+", scored.stdout)
+
+
+@pytest.mark.parametrize("editable", [False, True], ids=["pip-install", "pip-install-e"])
+def test_stock_commands_after_install(editable, tmp_path):
+    """Both install modes ship the start-up file that makes the stock commands work: install
+    into a fresh environment layered over this one, then import fairseq there."""
+    from conftest import REPO_ROOT
+
+    env_dir = tmp_path / "env"
+    subprocess.run([str(BIN_DIR / "python"), "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    site = next((env_dir / "lib").glob("python3*/site-packages"))
+    base_site = next((BIN_DIR.parent / "lib").glob("python3*/site-packages"))
+    # the base environment's packages, minus this project's own start-up file and install
+    (site / "base_env.pth").write_text(f"{base_site}\n")
+    source = tmp_path / "src"
+    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "*.egg-info", "build"))
+    install = [str(BIN_DIR / "python"), "-m", "pip", "--python", str(env_dir / "bin/python"), "install",
+               "--no-deps", "--no-build-isolation", "-q"] + (["-e"] if editable else []) + [str(source)]
+    subprocess.run(install, check=True, capture_output=True)
+    assert (site / "fairseq_relpos_compat.pth").exists()
+    check = subprocess.run(
+        [str(env_dir / "bin/python"), "-c",
+         "import sys, fairseq_relpos_compat, fairseq.checkpoint_utils as c; "
+         "assert 'fairseq' not in sys.modules or c.torch.load.keywords == {'weights_only': False}; "
+         "import fairseq_relpos; print(fairseq_relpos.__file__)"],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONNOUSERSITE": "1"},
+    )
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert str(source) in check.stdout if editable else str(site) in check.stdout
