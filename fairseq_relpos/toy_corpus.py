@@ -63,6 +63,15 @@ WORD_CLASS_SIZES = {
     "intransitive_verb": 40,
     "adverb": 30,
 }
+# The same grammar over fewer stems: learnable by a tiny model in minutes on a CPU (the demo).
+SMALL_WORD_CLASS_SIZES = {
+    "noun": 32,
+    "adjective": 8,
+    "transitive_verb": 12,
+    "intransitive_verb": 6,
+    "adverb": 4,
+}
+LEXICON_SIZES = {"full": WORD_CLASS_SIZES, "small": SMALL_WORD_CLASS_SIZES}
 
 MIN_CLAUSE_WORDS = 2  # pronoun + intransitive verb
 MAX_CLAUSE_WORDS = 10
@@ -145,6 +154,7 @@ class Lexicon:
     source_analyses: Dict[str, Analysis]
     target_analyses: Dict[str, Analysis]
     target_noun_genders: Tuple[str, ...]  # indexed by noun concept
+    class_sizes: Dict[str, int]  # stems per open word class
 
     def source(self, word_class: str, concept: Union[int, str], *features: str) -> str:
         return self.source_words[Analysis(word_class, concept, features)]
@@ -259,8 +269,9 @@ def _closed_class_vocabulary(
     return vocabulary
 
 
-def build_lexicon(lexicon_seed: int = LEXICON_SEED) -> Lexicon:
+def build_lexicon(lexicon_seed: int = LEXICON_SEED, lexicon_size: str = "full") -> Lexicon:
     """Invent both languages' open-class stems; every inflected form is a distinct word."""
+    class_sizes = LEXICON_SIZES[lexicon_size]
     rng = random.Random(lexicon_seed)
     source = _closed_class_vocabulary(SOURCE_PRONOUNS, SOURCE_CONJUNCTIONS, SOURCE_ADPOSITIONS)
     target = _closed_class_vocabulary(TARGET_PRONOUNS, TARGET_CONJUNCTIONS, TARGET_ADPOSITIONS)
@@ -270,7 +281,7 @@ def build_lexicon(lexicon_seed: int = LEXICON_SEED) -> Lexicon:
         target.add("article", definiteness, {(gender, number): article})
 
     noun_genders: List[str] = []
-    for word_class, size in WORD_CLASS_SIZES.items():
+    for word_class, size in class_sizes.items():
         for concept in range(size):
             forms = _source_inflections(word_class, _invent_source_stem(rng))
             while not source.fits(forms):
@@ -285,7 +296,9 @@ def build_lexicon(lexicon_seed: int = LEXICON_SEED) -> Lexicon:
             if word_class == "noun":
                 noun_genders.append(gender)
 
-    return Lexicon(source.words, target.words, source.analyses, target.analyses, tuple(noun_genders))
+    return Lexicon(
+        source.words, target.words, source.analyses, target.analyses, tuple(noun_genders), class_sizes
+    )
 
 
 @dataclass(frozen=True)
@@ -375,13 +388,13 @@ class Clause:
     adverb: Optional[int]
 
 
-def _sample_noun_phrase(rng: random.Random, adjective_count: int) -> NounPhrase:
-    noun = _pick_index(rng, WORD_CLASS_SIZES["noun"])
+def _sample_noun_phrase(rng: random.Random, adjective_count: int, class_sizes: Dict[str, int]) -> NounPhrase:
+    noun = _pick_index(rng, class_sizes["noun"])
     number = _choose(rng, NUMBERS)
     definiteness = _choose(rng, DEFINITENESS)
     adjectives: List[int] = []
     while len(adjectives) < adjective_count:  # distinct, so no "big big dog"
-        adjective = _pick_index(rng, WORD_CLASS_SIZES["adjective"])
+        adjective = _pick_index(rng, class_sizes["adjective"])
         if adjective not in adjectives:
             adjectives.append(adjective)
     return NounPhrase(noun, number, definiteness, tuple(adjectives))
@@ -391,30 +404,30 @@ def _sample_polarity(rng: random.Random) -> str:
     return "negative" if rng.random() < NEGATIVE_PROBABILITY else "affirmative"
 
 
-def _sample_clause(rng: random.Random, template: ClauseTemplate) -> Clause:
+def _sample_clause(rng: random.Random, template: ClauseTemplate, class_sizes: Dict[str, int]) -> Clause:
     if template.subject_adjectives is None:
         subject: Union[str, NounPhrase] = _choose(rng, PERSONS)
     else:
-        subject = _sample_noun_phrase(rng, template.subject_adjectives)
+        subject = _sample_noun_phrase(rng, template.subject_adjectives, class_sizes)
     transitive = template.object_adjectives is not None
-    verb = _pick_index(rng, WORD_CLASS_SIZES["transitive_verb" if transitive else "intransitive_verb"])
+    verb = _pick_index(rng, class_sizes["transitive_verb" if transitive else "intransitive_verb"])
     tense = _choose(rng, TENSES)
     polarity = _sample_polarity(rng)
     obj = None
     if template.object_adjectives is not None:
-        obj = _sample_noun_phrase(rng, template.object_adjectives)
+        obj = _sample_noun_phrase(rng, template.object_adjectives, class_sizes)
     relative = None
     if template.relative_object_adjectives is not None:
         relative = RelativeClause(
-            _pick_index(rng, WORD_CLASS_SIZES["transitive_verb"]),
+            _pick_index(rng, class_sizes["transitive_verb"]),
             _choose(rng, TENSES),
             _sample_polarity(rng),
-            _sample_noun_phrase(rng, template.relative_object_adjectives),
+            _sample_noun_phrase(rng, template.relative_object_adjectives, class_sizes),
         )
     place = None
     if template.place_adjectives is not None:
-        place = Place(_choose(rng, ADPOSITIONS), _sample_noun_phrase(rng, template.place_adjectives))
-    adverb = _pick_index(rng, WORD_CLASS_SIZES["adverb"]) if template.has_adverb else None
+        place = Place(_choose(rng, ADPOSITIONS), _sample_noun_phrase(rng, template.place_adjectives, class_sizes))
+    adverb = _pick_index(rng, class_sizes["adverb"]) if template.has_adverb else None
     return Clause(subject, verb, tense, polarity, obj, relative, place, adverb)
 
 
@@ -516,7 +529,7 @@ def _generate_pair(rng: random.Random, lexicon: Lexicon, min_words: int, max_wor
             conjunction = _choose(rng, CONJUNCTIONS)
             source.append(lexicon.source("conjunction", conjunction))
             target.append(lexicon.target("conjunction", conjunction))
-        clause = _sample_clause(rng, _choose(rng, TEMPLATES_BY_LENGTH[clause_words]))
+        clause = _sample_clause(rng, _choose(rng, TEMPLATES_BY_LENGTH[clause_words]), lexicon.class_sizes)
         source += _source_clause(lexicon, clause)
         target += _target_clause(lexicon, clause)
     source.append(FULL_STOP)
@@ -537,11 +550,12 @@ def check_arguments(n: int, min_words: int, max_words: int) -> None:
 
 
 def generate_pairs(
-    n: int, seed: int, min_words: int, max_words: int, lexicon_seed: int = LEXICON_SEED
+    n: int, seed: int, min_words: int, max_words: int, lexicon_seed: int = LEXICON_SEED,
+    lexicon_size: str = "full",
 ) -> List[Tuple[str, str]]:
     """``n`` (source, target) sentences whose source length in tokens is uniform in [min_words, max_words]."""
     check_arguments(n, min_words, max_words)
-    lexicon = build_lexicon(lexicon_seed)
+    lexicon = build_lexicon(lexicon_seed, lexicon_size)
     rng = random.Random(seed)
     return [_generate_pair(rng, lexicon, min_words, max_words) for _ in range(n)]
 
@@ -589,6 +603,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         help="seed of the invented vocabulary; keep it equal for sets that must share a language pair "
         f"(default: {LEXICON_SEED})",
     )
+    parser.add_argument(
+        "--lexicon-size", choices=sorted(LEXICON_SIZES), default="full",
+        help="stems per word class: full (450 per language) or small (62, for tiny CPU models)",
+    )
     args = parser.parse_args(argv)
     try:
         check_arguments(args.n, args.min_words, args.max_words)
@@ -597,7 +615,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.src_lang == args.tgt_lang:
         parser.error(f"--src-lang and --tgt-lang must differ, both are {args.src_lang!r}")
 
-    pairs = generate_pairs(args.n, args.seed, args.min_words, args.max_words, args.lexicon_seed)
+    pairs = generate_pairs(
+        args.n, args.seed, args.min_words, args.max_words, args.lexicon_seed, args.lexicon_size
+    )
     _write_atomically(
         [
             (f"{args.out_prefix}.{args.src_lang}", [source for source, _ in pairs]),
