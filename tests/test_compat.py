@@ -1,0 +1,48 @@
+"""The start-up fixes: active in a fresh interpreter, each one switchable off by its variable."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN_DIR
+
+
+def python(code, **env):
+    base = {k: v for k, v in os.environ.items() if not k.startswith("FAIRSEQ_RELPOS_COMPAT")}
+    return subprocess.run([str(BIN_DIR / "python"), "-c", code], capture_output=True, text=True,
+                          env={**base, **env})
+
+
+def test_fairseq_imports_on_this_stack():
+    result = python("import fairseq, fairseq.models.transformer, hydra.core.config_store; print('ok')")
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("switch", ["FAIRSEQ_RELPOS_COMPAT", "FAIRSEQ_RELPOS_COMPAT_DATACLASS_HASH"])
+def test_dataclass_fix_switches_off(switch):
+    result = python("import fairseq", **{switch: "0"})
+    assert result.returncode != 0 and "mutable default" in result.stderr
+
+
+def test_checkpoint_load_fix_and_its_switch():
+    code = "import fairseq.checkpoint_utils as c, torch; print(c.torch.load is torch.load)"
+    assert python(code).stdout.strip() == "False"
+    assert python(code, FAIRSEQ_RELPOS_COMPAT_CHECKPOINT_LOAD="0").stdout.strip() == "True"
+
+
+def test_numpy_aliases_only_inside_fairseq():
+    code = ("import numpy, fairseq.data.data_utils as d; "
+            "print(d.np.int is int, d.np.float is float, hasattr(numpy, 'float'))")
+    assert python(code).stdout.split() == ["True", "True", "False"]
+
+
+def test_stock_encoder_layer_stays_off_the_fused_path_after_loading():
+    code = (
+        "from fairseq.models.transformer import TransformerConfig\n"
+        "from fairseq.modules.transformer_layer import TransformerEncoderLayerBase\n"
+        "layer = TransformerEncoderLayerBase(TransformerConfig())\n"
+        "layer.load_state_dict(layer.state_dict())\n"
+        "print(layer.load_to_BT)\n"
+    )
+    assert python(code).stdout.strip().endswith("False")
+    assert python(code, FAIRSEQ_RELPOS_COMPAT_BETTER_TRANSFORMER="0").stdout.strip().endswith("True")
