@@ -44,18 +44,6 @@ class _EmbeddingFrontEnd(nn.Module):
         return x.masked_fill(padding_mask.unsqueeze(-1), 0), embedded
 
 
-def _position_context(cfg, side_cfg, causal, max_positions, padding_idx, max_relative_position):
-    return PositionContext(
-        embed_dim=side_cfg.embed_dim,
-        num_heads=side_cfg.attention_heads,
-        num_layers=side_cfg.layers,
-        causal=causal,
-        max_relative_position=max_relative_position,
-        max_positions=max_positions,
-        padding_idx=padding_idx,
-    )
-
-
 def _layer_stack(cfg, layerdrop, layers: List[nn.Module]) -> nn.ModuleList:
     if cfg.checkpoint_activations:
         layers = [checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations) for layer in layers]
@@ -64,20 +52,38 @@ def _layer_stack(cfg, layerdrop, layers: List[nn.Module]) -> nn.ModuleList:
     return stack
 
 
-class RelPosEncoder(FairseqEncoder):
-    def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
-        super().__init__(dictionary)
+class _PositionedStack:
+    """What the encoder and the decoder share: the embedding front end with its input
+    scheme, a stack of layers each with its attention scheme, and the final layer norm."""
+
+    def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_relative_position,
+                     max_positions, embed_tokens, causal):
         self.spec = spec
-        context = _position_context(
-            cfg, cfg.encoder, False, cfg.max_source_positions, embed_tokens.padding_idx,
-            max_relative_position,
+        context = PositionContext(
+            embed_dim=side_cfg.embed_dim,
+            num_heads=side_cfg.attention_heads,
+            num_layers=side_cfg.layers,
+            causal=causal,
+            max_relative_position=max_relative_position,
+            max_positions=max_positions,
+            padding_idx=embed_tokens.padding_idx,
         )
         self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
         self.layers = _layer_stack(
-            cfg, cfg.encoder.layerdrop,
-            [RelPosEncoderLayer(cfg, positions) for positions in spec.build_attention_layers(context)],
+            cfg, side_cfg.layerdrop,
+            [layer_class(cfg, positions) for positions in spec.build_attention_layers(context)],
         )
-        self.layer_norm = LayerNorm(context.embed_dim) if cfg.encoder.normalize_before else None
+        self.layer_norm = LayerNorm(context.embed_dim) if side_cfg.normalize_before else None
+
+    def max_positions(self):
+        return self.front_end.max_positions()
+
+
+class RelPosEncoder(_PositionedStack, FairseqEncoder):
+    def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
+        super().__init__(dictionary)
+        self._build_stack(cfg, cfg.encoder, RelPosEncoderLayer, spec, max_relative_position,
+                          cfg.max_source_positions, embed_tokens, causal=False)
 
     def forward(
         self,
@@ -110,11 +116,8 @@ class RelPosEncoder(FairseqEncoder):
     # the output dict is fairseq's own, so is its reordering for beam search
     reorder_encoder_out = TransformerEncoderBase.reorder_encoder_out
 
-    def max_positions(self):
-        return self.front_end.max_positions()
 
-
-class RelPosDecoder(FairseqIncrementalDecoder):
+class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
     """Decoder that may take several new tokens per incremental step.
 
     fairseq's generator feeds the whole prefix at every step; the decoder remembers how
@@ -123,22 +126,14 @@ class RelPosDecoder(FairseqIncrementalDecoder):
 
     def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
         super().__init__(dictionary)
-        self.spec = spec
-        context = _position_context(
-            cfg, cfg.decoder, True, cfg.max_target_positions, embed_tokens.padding_idx,
-            max_relative_position,
-        )
-        self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
-        self.layers = _layer_stack(
-            cfg, cfg.decoder.layerdrop,
-            [RelPosDecoderLayer(cfg, positions) for positions in spec.build_attention_layers(context)],
-        )
-        self.layer_norm = LayerNorm(context.embed_dim) if cfg.decoder.normalize_before else None
-        self.output_projection = nn.Linear(context.embed_dim, len(dictionary), bias=False)
+        self._build_stack(cfg, cfg.decoder, RelPosDecoderLayer, spec, max_relative_position,
+                          cfg.max_target_positions, embed_tokens, causal=True)
+        embed_dim = cfg.decoder.embed_dim
+        self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
         if cfg.share_decoder_input_output_embed:
             self.output_projection.weight = embed_tokens.weight
         else:
-            nn.init.normal_(self.output_projection.weight, mean=0, std=context.embed_dim ** -0.5)
+            nn.init.normal_(self.output_projection.weight, mean=0, std=embed_dim ** -0.5)
 
     def forward(
         self,
@@ -203,9 +198,6 @@ class RelPosDecoder(FairseqIncrementalDecoder):
 
     def output_layer(self, features):
         return self.output_projection(features)
-
-    def max_positions(self):
-        return self.front_end.max_positions()
 
     def _steps_done(self, incremental_state: IncrementalState) -> int:
         state = self.get_incremental_state(incremental_state, "decoding")
