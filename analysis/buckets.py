@@ -1,0 +1,75 @@
+"""Length buckets with the study's inclusive ranges.
+
+Edges ``25,50,75,100`` give G0:25 (0 <= J <= 25), G26:50, G51:75, G76:100 and G101:inf:
+each edge is the inclusive upper end of a bucket and the last bucket is open.
+"""
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from .io import InputError
+
+DEFAULT_EDGES = (25, 50, 75, 100)
+
+
+@dataclass(frozen=True)
+class Bucket:
+    lo: int
+    hi: Optional[int]  # inclusive; None: open-ended
+
+    @property
+    def label(self) -> str:
+        return f"G{self.lo}:{'∞' if self.hi is None else self.hi}"
+
+    def contains(self, length: int) -> bool:
+        return self.lo <= length and (self.hi is None or length <= self.hi)
+
+
+def parse_edges(text: str) -> List[int]:
+    """``"25,50,75,100"`` -> [25, 50, 75, 100]; ``"none"`` (one bucket for all) -> []."""
+    if text.strip().lower() in ("", "none"):
+        return []
+    try:
+        return [int(edge) for edge in text.split(",")]
+    except ValueError:
+        raise InputError(f"bucket edges must be comma-separated integers, got {text!r}") from None
+
+
+def buckets_from_edges(edges: Sequence[int]) -> List[Bucket]:
+    if any(edge < 0 for edge in edges):
+        raise InputError(f"bucket edges must not be negative: {_join(edges)}")
+    if any(later <= earlier for earlier, later in zip(edges, edges[1:])):
+        raise InputError(f"bucket edges must be strictly increasing: {_join(edges)}")
+    lows = [0] + [edge + 1 for edge in edges]
+    highs: List[Optional[int]] = list(edges) + [None]
+    return [Bucket(lo, hi) for lo, hi in zip(lows, highs)]
+
+
+def quantile_edges(lengths: Sequence[int], n_buckets: int) -> List[int]:
+    """Edges that split ``lengths`` into ``n_buckets`` buckets of equal size, as far as
+    ties allow (equal lengths always share a bucket, so there may be fewer buckets)."""
+    if n_buckets < 1:
+        raise InputError(f"--quantiles needs at least 1 bucket, got {n_buckets}")
+    ordered = sorted(lengths)
+    edges: List[int] = []
+    for k in range(1, n_buckets):
+        edge = ordered[math.ceil(k * len(ordered) / n_buckets) - 1]
+        # the open last bucket must not end up empty
+        if edge < ordered[-1] and (not edges or edge > edges[-1]):
+            edges.append(edge)
+    return edges
+
+
+def bucket_members(lengths: Sequence[int], buckets: Sequence[Bucket]) -> List[List[int]]:
+    """Sentence indices falling into each bucket, in corpus order."""
+    members: List[List[int]] = [[] for _ in buckets]
+    for index, length in enumerate(lengths):
+        for bucket, bucket_indices in zip(buckets, members):
+            if bucket.contains(length):
+                bucket_indices.append(index)
+                break
+    return members
+
+
+def _join(edges: Sequence[int]) -> str:
+    return ",".join(str(edge) for edge in edges)

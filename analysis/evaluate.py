@@ -1,0 +1,196 @@
+"""Scores, confidence intervals and paired tests of several systems per length bucket."""
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import bootstrap
+from .buckets import Bucket, bucket_members
+from .io import InputError, check_parallel
+from .metrics import (
+    METRICS, MetricConfig, corpus_score, scores_from_sums, sentence_statistics, signature,
+)
+
+PAIRED_TESTS = ("bs", "ar")
+TEST_NAMES = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomization"}
+
+
+@dataclass
+class MetricResult:
+    score: Optional[float]  # None for an empty bucket
+    ci_lo: Optional[float] = None
+    ci_hi: Optional[float] = None
+    p_value: Optional[float] = None  # against the baseline; None for the baseline itself
+
+
+@dataclass
+class Cell:
+    """One system on one bucket; ``bucket`` None stands for the whole test set."""
+    system: str
+    bucket: Optional[Bucket]
+    n: int
+    results: Dict[str, MetricResult]
+
+
+@dataclass
+class LengthReport:
+    systems: List[str]
+    baseline: str
+    buckets: List[Bucket]
+    sizes: List[int]
+    lengths: List[int]
+    metrics: List[str]
+    signatures: Dict[str, str]
+    paired_test: str
+    n_bootstrap: int
+    ar_trials: int
+    seed: int
+    cells: List[Cell]
+
+    def cell(self, system: str, bucket: Optional[Bucket]) -> Cell:
+        return next(c for c in self.cells if c.system == system and c.bucket == bucket)
+
+    @property
+    def has_significance(self) -> bool:
+        return self.paired_test == "ar" or self.n_bootstrap > 0
+
+
+def evaluate_by_length(
+    lengths: Sequence[int],
+    references: Sequence[Sequence[str]],
+    systems: Dict[str, Sequence[str]],
+    buckets: Sequence[Bucket],
+    metrics: Sequence[str] = METRICS,
+    baseline: Optional[str] = None,
+    tokenize: str = "13a",
+    lowercase: bool = False,
+    n_bootstrap: int = 1000,
+    seed: int = 12345,
+    paired_test: str = "bs",
+    ar_trials: int = 10000,
+    workers: int = 2,
+) -> LengthReport:
+    """Every system's corpus scores on every bucket and on the whole set.
+
+    ``references`` holds one stream per reference translation; ``systems`` maps names to
+    hypotheses, in the order they are to be reported.  The baseline (default: the first
+    system) is what the paired test compares each other system with, bucket by bucket.
+    """
+    names = list(systems)
+    parallel = [("the lengths", lengths)]
+    parallel += [(f"reference {k + 1}", stream) for k, stream in enumerate(references)]
+    parallel += [(f"system {name}", hyps) for name, hyps in systems.items()]
+    check_parallel(parallel)
+    check_baseline(baseline, names)
+    baseline = names[0] if baseline is None else baseline
+    if paired_test not in PAIRED_TESTS:
+        raise InputError(f"unknown paired test {paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
+    if n_bootstrap < 0 or ar_trials < 1:
+        raise InputError("--bootstrap must be >= 0 and --ar-trials >= 1")
+
+    configs = [MetricConfig(name, tokenize, lowercase) for name in metrics]
+    stats = sentence_statistics(configs, references, systems, workers)
+    scoring = _SubsetScoring(
+        names, baseline, {config.name: config.build() for config in configs}, stats,
+        n_bootstrap, seed, paired_test, ar_trials,
+    )
+    members = bucket_members(lengths, buckets)
+    groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
+    cells = []
+    for bucket, indices in groups:
+        results = scoring.results(indices)
+        cells += [Cell(name, bucket, len(indices), results[name]) for name in names]
+
+    resampling = {"seed": seed, "bs": n_bootstrap or None}
+    if paired_test == "ar":
+        resampling["ar"] = ar_trials
+    return LengthReport(
+        systems=names,
+        baseline=baseline,
+        buckets=list(buckets),
+        sizes=[len(indices) for indices in members],
+        lengths=list(lengths),
+        metrics=list(metrics),
+        signatures={
+            config.name: signature(config, len(references), **resampling) for config in configs
+        },
+        paired_test=paired_test,
+        n_bootstrap=n_bootstrap,
+        ar_trials=ar_trials,
+        seed=seed,
+        cells=cells,
+    )
+
+
+def check_baseline(baseline: Optional[str], names: Sequence[str]) -> None:
+    if baseline is not None and baseline not in names:
+        raise InputError(f"unknown baseline {baseline!r}; systems are {', '.join(names)}")
+
+
+class _SubsetScoring:
+    """Scores, intervals and p-values of every system on any subset of the sentences,
+    from the sentence statistics computed once."""
+
+    def __init__(self, names, baseline, scorers, stats, n_bootstrap, seed, paired_test, ar_trials):
+        self.names, self.baseline, self.scorers, self.stats = names, baseline, scorers, stats
+        self.n_bootstrap, self.seed = n_bootstrap, seed
+        self.paired_test, self.ar_trials = paired_test, ar_trials
+        self.stat_arrays = {
+            metric: {name: np.asarray(stats[metric][name], dtype=float) for name in names}
+            for metric in scorers
+        }
+
+    def results(self, indices: List[int]) -> Dict[str, Dict[str, MetricResult]]:
+        """``results[system][metric]`` on the sentences ``indices``."""
+        if not indices:
+            return {name: {metric: MetricResult(None) for metric in self.scorers}
+                    for name in self.names}
+        results = {
+            name: {
+                metric: MetricResult(corpus_score(scorer, self.stats[metric][name], indices))
+                for metric, scorer in self.scorers.items()
+            }
+            for name in self.names
+        }
+        if self.n_bootstrap > 0:
+            resampled = self._bootstrap_scores(indices)
+            for name in self.names:
+                for metric in self.scorers:
+                    result = results[name][metric]
+                    scores = resampled[metric][name]
+                    result.ci_lo, result.ci_hi = bootstrap.confidence_interval(scores)
+                    if self.paired_test == "bs" and name != self.baseline:
+                        result.p_value = bootstrap.paired_bootstrap_p_value(
+                            scores, resampled[metric][self.baseline],
+                            abs(result.score - results[self.baseline][metric].score),
+                        )
+        if self.paired_test == "ar":
+            for name in self.names:
+                if name == self.baseline:
+                    continue
+                for metric, scorer in self.scorers.items():
+                    result = results[name][metric]
+                    result.p_value = bootstrap.approximate_randomization_p_value(
+                        lambda sums: scores_from_sums(scorer, sums),
+                        self.stat_arrays[metric][name][indices],
+                        self.stat_arrays[metric][self.baseline][indices],
+                        abs(result.score - results[self.baseline][metric].score),
+                        self.ar_trials, self.seed,
+                    )
+        return results
+
+    def _bootstrap_scores(self, indices: List[int]) -> Dict[str, Dict[str, List[float]]]:
+        """``scores[metric][system]`` of the bootstrap resamples; all systems and metrics
+        on the same resamples."""
+        columns = [(metric, name) for metric in self.scorers for name in self.names]
+        blocks = [self.stat_arrays[metric][name][indices] for metric, name in columns]
+        resamples = bootstrap.resample_indices(len(indices), self.n_bootstrap, self.seed)
+        sums = bootstrap.resampled_sums(np.hstack(blocks), resamples)
+        scores: Dict[str, Dict[str, List[float]]] = {metric: {} for metric in self.scorers}
+        start = 0
+        for (metric, name), block in zip(columns, blocks):
+            width = block.shape[1]
+            block_sums = sums[:, start:start + width]
+            scores[metric][name] = scores_from_sums(self.scorers[metric], block_sums)
+            start += width
+        return scores

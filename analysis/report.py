@@ -1,0 +1,247 @@
+"""Per-length-bucket BLEU, TER and chrF of several systems: the study's Table 2 in one command.
+
+    python -m analysis.report --source newstest.src --ref newstest.ref \\
+        --system abs=abs.hyp --system rel=rel.hyp --baseline abs --out-dir report/
+
+The markdown table goes to stdout; files are written only once everything is computed
+(to temporary names, then renamed), so bad input leaves none behind.  Bad input is a
+one-line ``error: ...`` on stderr and exit status 2.
+"""
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from . import render
+from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
+from .evaluate import PAIRED_TESTS, check_baseline, evaluate_by_length
+from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
+from .lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
+from .metrics import METRICS, TOKENIZERS, parse_metrics
+
+OUT_DIR_NAMES = {
+    "markdown": "report.md",
+    "json": "report.json",
+    "csv": "report.csv",
+    "latex": "report.tex",
+    "plot": "buckets",  # prefix of buckets.png and buckets.pdf
+    "histogram": "lengths.png",
+}
+PLOT_FORMATS = ("png", "pdf")
+HISTOGRAM_FORMATS = ("png", "pdf", "svg")
+# sacrebleu's rule for "this looks tokenized" (metrics.py switches its own check off).
+_TOKENIZED_LINES_WARNING = 100
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports usage errors like every other bad input: one line, exit status 2."""
+
+    def error(self, message):
+        raise InputError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="relpos-report",
+        description="BLEU, TER and chrF of several systems per source-length bucket, with "
+        "bootstrap confidence intervals and paired significance tests against a baseline.",
+    )
+    inputs = parser.add_argument_group(
+        "inputs (plain text, one sentence per line, or fairseq-generate output)"
+    )
+    inputs.add_argument("--source", required=True,
+                        help="source sentences; their whitespace tokens give the length J")
+    inputs.add_argument("--ref", action="append", required=True, metavar="REF",
+                        help="reference translations; repeat for multiple references")
+    inputs.add_argument("--system", action="append", required=True, metavar="NAME=FILE",
+                        help="a system's translations; repeat for each system")
+    inputs.add_argument("--baseline", metavar="NAME",
+                        help="the system the others are tested against (default: the first)")
+
+    lengths = parser.add_argument_group("lengths and buckets")
+    length_source = lengths.add_mutually_exclusive_group()
+    length_source.add_argument("--length-file", metavar="F",
+                               help="lengths from the whitespace tokens of F, e.g. the BPE-segmented "
+                               "source")
+    length_source.add_argument("--bpe-codes", metavar="F",
+                               help="segment with these subword-nmt BPE codes and count subwords")
+    length_source.add_argument("--spm-model", metavar="F",
+                               help="segment with this SentencePiece model and count pieces")
+    lengths.add_argument("--by-reference-length", action="store_true",
+                         help="bucket by the (first) reference's length instead of the source's")
+    edges = lengths.add_mutually_exclusive_group()
+    edges.add_argument("--edges", metavar="E1,E2,...",
+                       help="inclusive upper ends of the buckets (default: 25,50,75,100); "
+                       "'none': a single bucket")
+    edges.add_argument("--quantiles", type=int, metavar="N",
+                       help="N buckets of (nearly) equal size instead")
+    lengths.add_argument("--train-limit", type=int, metavar="N",
+                         help="mark this training-length limit in the histogram")
+
+    scoring = parser.add_argument_group("scoring (sacrebleu)")
+    scoring.add_argument("--metrics", default=",".join(METRICS),
+                         help="comma-separated subset of bleu,ter,chrf (default: all)")
+    scoring.add_argument("--tokenize", default="13a", choices=TOKENIZERS, metavar="TOK",
+                         help="BLEU tokenizer: 13a (default), none (pre-tokenized text, as in the "
+                         f"study), {', '.join(t for t in TOKENIZERS if t not in ('13a', 'none'))}")
+    scoring.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU and chrF")
+    scoring.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                         help="bootstrap resamples for the 95%% intervals and the paired bootstrap "
+                         "test (default: 1000; 0: none)")
+    scoring.add_argument("--paired-test", choices=PAIRED_TESTS, default="bs",
+                         help="bs: paired bootstrap resampling (default), ar: approximate "
+                         "randomization")
+    scoring.add_argument("--ar-trials", type=int, default=10000, metavar="N",
+                         help="trials of the ar test (default: 10000)")
+    scoring.add_argument("--seed", type=int, default=12345,
+                         help="seed of the resampling (default: 12345, as in sacrebleu)")
+    scoring.add_argument("--workers", type=int, default=2,
+                         help="processes computing sentence statistics (default: 2)")
+
+    outputs = parser.add_argument_group("outputs (the markdown table always goes to stdout)")
+    outputs.add_argument("--out-dir", metavar="DIR",
+                         help="write report.md/.json/.csv/.tex, buckets.png/.pdf and lengths.png")
+    outputs.add_argument("--json", metavar="P", help="one record per (system, bucket)")
+    outputs.add_argument("--csv", metavar="P", help="the same records as CSV")
+    outputs.add_argument("--latex", metavar="P", help="the table for a paper")
+    outputs.add_argument("--plot", metavar="PREFIX",
+                         help="score per bucket with 95%% intervals: PREFIX.png and PREFIX.pdf")
+    outputs.add_argument("--histogram", metavar="P", help="length histogram (.png, .pdf or .svg)")
+    outputs.add_argument("--title", metavar="T", help="title of the tables and plots")
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        markdown = run(args)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    sys.stdout.write(markdown)
+    return 0
+
+
+def run(args: argparse.Namespace) -> str:
+    """Everything but the printing; returns the markdown report."""
+    # Cheap checks first, so that a typo fails before minutes of TER.
+    targets = _output_targets(args)
+    metrics = parse_metrics(args.metrics)
+    buckets = None
+    if args.quantiles is None:
+        edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
+        buckets = buckets_from_edges(edges)
+    systems_files = parse_system_specs(args.system)
+    check_baseline(args.baseline, [name for name, _ in systems_files])
+    if args.by_reference_length and args.length_file:
+        raise InputError("--length-file already gives the lengths; drop --by-reference-length")
+    if args.workers < 1:
+        raise InputError("--workers must be at least 1")
+
+    source = read_segments(args.source, "source")
+    references = [read_segments(path, "reference") for path in args.ref]
+    systems = {name: read_segments(path, "system") for name, path in systems_files}
+    length_lines = read_lines(args.length_file) if args.length_file else None
+    parallel = [(args.source, source)] + list(zip(args.ref, references))
+    parallel += [(path, systems[name]) for name, path in systems_files]
+    if length_lines is not None:
+        parallel.append((args.length_file, length_lines))
+    check_parallel(parallel)
+
+    lengths, length_label = _lengths(args, source, references[0], length_lines)
+    if buckets is None:
+        buckets = buckets_from_edges(quantile_edges(lengths, args.quantiles))
+    if args.tokenize != "none":
+        _warn_if_tokenized(systems)
+
+    report = evaluate_by_length(
+        lengths, references, systems, buckets, metrics=metrics, baseline=args.baseline,
+        tokenize=args.tokenize, lowercase=args.lowercase, n_bootstrap=args.bootstrap,
+        seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
+        workers=args.workers,
+    )
+    markdown = render.markdown_table(report, args.title)
+    write_atomically(_rendered_outputs(args, targets, report, markdown, lengths, length_label))
+    return markdown
+
+
+def _rendered_outputs(args, targets, report, markdown, lengths, length_label) -> Dict[Path, bytes]:
+    contents: Dict[Path, bytes] = {}
+    if "markdown" in targets:
+        contents[targets["markdown"]] = markdown.encode("utf-8")
+    if "json" in targets:
+        contents[targets["json"]] = render.json_text(report).encode("utf-8")
+    if "csv" in targets:
+        contents[targets["csv"]] = render.csv_text(report).encode("utf-8")
+    if "latex" in targets:
+        contents[targets["latex"]] = render.latex_table(report, args.title).encode("utf-8")
+    if "plot" in targets:
+        prefix = targets["plot"]
+        for fmt, data in render.bucket_plot(report, args.title, PLOT_FORMATS).items():
+            contents[prefix.with_name(f"{prefix.name}.{fmt}")] = data
+    if "histogram" in targets:
+        path = targets["histogram"]
+        contents[path] = render.length_histogram(
+            lengths, report.buckets, args.train_limit, args.title, length_label,
+            fmt=path.suffix[1:].lower(),
+        )
+    return contents
+
+
+def _output_targets(args) -> Dict[str, Path]:
+    """Output kind -> path: --out-dir's defaults, overridden by the individual flags."""
+    targets = {}
+    if args.out_dir:
+        targets = {kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
+    for kind in ("json", "csv", "latex", "plot", "histogram"):
+        if getattr(args, kind):
+            targets[kind] = Path(getattr(args, kind))
+    if "plot" in targets and targets["plot"].suffix.lower()[1:] in PLOT_FORMATS:
+        targets["plot"] = targets["plot"].with_suffix("")  # a prefix given with an extension
+    if "histogram" in targets and targets["histogram"].suffix.lower()[1:] not in HISTOGRAM_FORMATS:
+        raise InputError(f"--histogram needs a .png, .pdf or .svg path, got {targets['histogram']}")
+    return targets
+
+
+def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], str]:
+    """Sentence lengths and what they count, for the histogram's axis."""
+    if length_lines is not None:
+        label = f"length (tokens of {Path(args.length_file).name})"
+        return whitespace_lengths(length_lines), label
+    text, side = (first_reference, "reference") if args.by_reference_length else (source, "source")
+    if args.bpe_codes:
+        return bpe_lengths(text, args.bpe_codes), f"{side} length (BPE subwords)"
+    if args.spm_model:
+        return sentencepiece_lengths(text, args.spm_model), f"{side} length (SentencePiece pieces)"
+    return whitespace_lengths(text), f"{side} length (whitespace tokens)"
+
+
+def _warn_if_tokenized(systems: Dict[str, List[str]]) -> None:
+    for name, hyps in systems.items():
+        tokenized = sum(hyp.endswith(" .") for hyp in hyps)
+        if tokenized >= _TOKENIZED_LINES_WARNING:
+            print(f"warning: {tokenized} lines of {name} end in a tokenized period; "
+                  "pass --tokenize none if the text is tokenized on purpose", file=sys.stderr)
+
+
+def write_atomically(contents: Dict[Path, bytes]) -> None:
+    """Write every file under a temporary name first and rename them all at the end, so
+    that a failure leaves no partial output behind."""
+    temporaries: Dict[Path, Path] = {}
+    try:
+        for path, data in contents.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            temporaries[path] = temporary
+            temporary.write_bytes(data)
+        for path, temporary in temporaries.items():
+            os.replace(temporary, path)
+    except OSError as err:
+        for temporary in temporaries.values():
+            temporary.unlink(missing_ok=True)
+        raise InputError(f"cannot write {err.filename or path}: {err.strerror or err}") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

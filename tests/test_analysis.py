@@ -1,0 +1,276 @@
+"""The analysis library: buckets, input parsing, lengths, and scores / confidence intervals /
+paired tests checked against sacrebleu itself on real WMT21 system outputs."""
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.significance import PairedTest
+
+from analysis import bootstrap
+from analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
+from analysis.evaluate import evaluate_by_length
+from analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
+from analysis.lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
+from analysis.metrics import MetricConfig, sentence_statistics
+
+WMT21 = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems"
+SACREBLEU_METRICS = {"bleu": BLEU, "ter": TER, "chrf": CHRF}
+# sacrebleu's names for the metrics in PairedTest's results
+SACREBLEU_NAMES = {"bleu": "BLEU", "ter": "TER", "chrf": "chrF2"}
+
+
+def wmt21(pair, refs=("A",), systems=(), lines=slice(None)):
+    """(source, references, systems) of newstest2021 ``pair``, the sentences ``lines``."""
+    if not WMT21.is_dir():
+        pytest.skip(f"shared WMT21 data not found at {WMT21}")
+    prefix = WMT21 / pair / f"newstest2021.{pair}"
+    src, tgt = pair.split("-")
+    source = read_segments(f"{prefix}.src.{src}", "source")[lines]
+    references = [read_segments(f"{prefix}.ref.{ref}.{tgt}", "reference")[lines] for ref in refs]
+    hyps = {name: read_segments(f"{prefix}.hyp.{name}.{tgt}", "system")[lines] for name in systems}
+    return source, references, hyps
+
+
+# --- buckets -------------------------------------------------------------------------------
+
+def test_default_edges_give_the_study_buckets():
+    buckets = buckets_from_edges(parse_edges("25,50,75,100"))
+    assert [b.label for b in buckets] == ["G0:25", "G26:50", "G51:75", "G76:100", "G101:∞"]
+    lengths = [0, 25, 26, 50, 51, 75, 76, 100, 101, 500]
+    assert bucket_members(lengths, buckets) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+
+
+def test_no_edges_is_one_bucket_for_everything():
+    assert buckets_from_edges(parse_edges("none")) == [Bucket(0, None)]
+
+
+@pytest.mark.parametrize("edges, message", [
+    ([25, 50, 40], "strictly increasing"), ([25, 25], "strictly increasing"), ([-1, 5], "negative"),
+])
+def test_bad_edges_are_refused(edges, message):
+    with pytest.raises(InputError, match=message):
+        buckets_from_edges(edges)
+
+
+def test_quantile_buckets_have_nearly_equal_sizes():
+    rng = random.Random(0)
+    lengths = [rng.randint(1, 80) for _ in range(1000)]
+    members = bucket_members(lengths, buckets_from_edges(quantile_edges(lengths, 4)))
+    assert len(members) == 4
+    assert all(200 <= len(m) <= 300 for m in members)
+    # ties: all-equal lengths cannot be split
+    assert quantile_edges([7] * 50, 3) == []
+
+
+# --- input files ---------------------------------------------------------------------------
+
+def test_read_lines_errors(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_lines(tmp_path / "missing.txt")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    with pytest.raises(InputError, match="empty file"):
+        read_lines(tmp_path / "empty.txt")
+    (tmp_path / "latin1.txt").write_bytes("gut\nschön\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"not valid UTF-8 \(line 2"):
+        read_lines(tmp_path / "latin1.txt")
+
+
+def test_only_newline_ends_a_line(tmp_path):
+    (tmp_path / "f.txt").write_text("a\u2028b\r\nc", encoding="utf-8")
+    assert read_lines(tmp_path / "f.txt") == ["a\u2028b\r", "c"]
+
+
+def test_line_count_mismatch_names_both_files():
+    with pytest.raises(InputError, match="src.de has 3 lines, hyp.en has 2"):
+        check_parallel([("src.de", ["a", "b", "c"]), ("ref.en", ["a", "b", "c"]), ("hyp.en", ["a", "b"])])
+
+
+def test_fairseq_generate_output_is_read_in_id_order(tmp_path):
+    sentences = [f"sentence number {i}" for i in range(6)]
+    order = [3, 0, 5, 1, 4, 2]
+    lines = ["2024-01-01 12:00:00 | INFO | fairseq_cli.generate | loading model"]
+    for i in order:
+        lines += [f"S-{i}\tquelle {i}", f"T-{i}\t{sentences[i]}", f"H-{i}\t-0.25\thyp {i}",
+                  f"D-{i}\t-0.25\tdetok hyp {i}", f"P-{i}\t-0.1 -0.2", f"H-{i}\t-0.90\tworse hyp {i}"]
+    lines.append("Generate test with beam=5: BLEU4 = 30.00")
+    path = tmp_path / "generate.out"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert read_segments(path, "reference") == sentences
+    assert read_segments(path, "system") == [f"hyp {i}" for i in range(6)]
+    assert read_segments(path, "source") == [f"quelle {i}" for i in range(6)]
+    assert fairseq_segments(["H-0\t-1.5\t"], "H", path) == [""]
+    with pytest.raises(InputError, match="without H- lines for 1 sentence ids"):
+        fairseq_segments(["H-0\t-1\ta", "H-2\t-1\tc"], "H", path)
+
+
+# --- lengths -------------------------------------------------------------------------------
+
+def test_bpe_and_sentencepiece_lengths_count_subwords(tmp_path):
+    from subword_nmt.learn_bpe import learn_bpe
+    import sentencepiece
+
+    source, _, _ = wmt21("de-en", lines=slice(400))
+    corpus = tmp_path / "corpus.de"
+    corpus.write_text("\n".join(source) + "\n", encoding="utf-8")
+    codes = tmp_path / "codes"
+    with open(corpus, encoding="utf-8") as infile, open(codes, "w", encoding="utf-8") as outfile:
+        learn_bpe(infile, outfile, 300)
+    words = whitespace_lengths(source)
+    subwords = bpe_lengths(source, codes)
+    assert all(s >= w for s, w in zip(subwords, words)) and sum(subwords) > sum(words)
+
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(tmp_path / "spm"), vocab_size=400, minloglevel=2,
+    )
+    pieces = sentencepiece_lengths(source, tmp_path / "spm.model")
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "spm.model"))
+    assert pieces == [len(processor.encode(line, out_type=str)) for line in source]
+    assert sum(pieces) > sum(words)
+
+
+# --- bootstrap building blocks -------------------------------------------------------------
+
+def test_resampled_sums_equal_explicit_resamples():
+    stats = np.random.default_rng(1).integers(0, 50, size=(37, 5)).astype(float)
+    indices = bootstrap.resample_indices(37, 300, seed=3)
+    assert np.array_equal(bootstrap.resampled_sums(stats, indices), stats[indices].sum(1))
+
+
+def test_confidence_interval_uses_sacrebleus_percentiles():
+    scores = list(range(1000))[::-1]
+    assert bootstrap.confidence_interval(scores) == (25.0, 974.0)
+
+
+# --- scores against sacrebleu ----------------------------------------------------------------
+
+# Subsets keep the test fast: sacrebleu's TER costs milliseconds per sentence, more for the
+# long Zh->En references, and the checks below run it once more as the oracle.
+CASES = {
+    # pair, references, systems, sentences, length edges, bucket by reference length
+    "de-en": ("de-en", ("A",), ("Online-W", "Facebook-AI", "happypoet"), slice(250),
+              [10, 20, 30], False),
+    "de-en-multiref": ("de-en", ("A", "B"), ("UEdin", "Online-B"), slice(500, 650), [12, 24], False),
+    "zh-en": ("zh-en", ("A",), ("NiuTrans", "Borderline"), slice(100, 200), [15, 30, 50], True),
+}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def bucket_case(request):
+    pair, refs, systems, lines, edges, by_reference = CASES[request.param]
+    source, references, hyps = wmt21(pair, refs, systems, lines)
+    lengths = whitespace_lengths(references[0] if by_reference else source)
+    report = evaluate_by_length(lengths, references, hyps, buckets_from_edges(edges),
+                                n_bootstrap=50, workers=2)
+    return report, references, hyps
+
+
+def test_every_bucket_score_is_sacrebleus_score_of_that_subset(bucket_case):
+    report, references, hyps = bucket_case
+    members = bucket_members(report.lengths, report.buckets)
+    assert [len(m) for m in members] == report.sizes and all(report.sizes)
+    groups = list(zip(report.buckets, members)) + [(None, range(len(report.lengths)))]
+    for bucket, indices in groups:
+        subset_refs = [[stream[i] for i in indices] for stream in references]
+        for name, system in hyps.items():
+            subset_hyps = [system[i] for i in indices]
+            for metric, Metric in SACREBLEU_METRICS.items():
+                expected = Metric().corpus_score(subset_hyps, subset_refs).score
+                assert report.cell(name, bucket).results[metric].score == expected, (name, bucket, metric)
+
+
+def test_one_bucket_over_whole_files_equals_sacrebleu():
+    _, references, hyps = wmt21("de-en", ("A",), ("HuaweiTSC",))
+    assert len(references[0]) == 1000
+    report = evaluate_by_length([1] * 1000, references, hyps, buckets_from_edges([]),
+                                n_bootstrap=0, workers=2)
+    (bucket,) = report.buckets
+    assert report.sizes == [1000]
+    for name, system in hyps.items():
+        for metric, Metric in SACREBLEU_METRICS.items():
+            expected = Metric().corpus_score(system, references).score
+            assert report.cell(name, bucket).results[metric].score == expected
+            assert report.cell(name, None).results[metric].score == expected
+            assert report.cell(name, bucket).results[metric].ci_lo is None
+
+
+def test_empty_bucket_has_no_scores():
+    _, references, hyps = wmt21("de-en", systems=("Online-W",), lines=slice(50))
+    report = evaluate_by_length([3] * 50, references, hyps, buckets_from_edges([5, 10]),
+                                metrics=["bleu"], n_bootstrap=20, workers=1)
+    assert report.sizes == [50, 0, 0]
+    assert report.cell("Online-W", report.buckets[1]).results["bleu"].score is None
+
+
+def test_statistics_do_not_depend_on_the_number_of_workers():
+    _, references, hyps = wmt21("zh-en", systems=("Borderline", "Facebook-AI"), lines=slice(300))
+    configs = [MetricConfig("bleu"), MetricConfig("chrf")]
+    assert sentence_statistics(configs, references, hyps, workers=1) == \
+        sentence_statistics(configs, references, hyps, workers=2)
+
+
+# --- confidence intervals and paired tests -------------------------------------------------
+
+SIGNIFICANCE_SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")
+
+
+@pytest.fixture(scope="module")
+def significance_data():
+    _, references, hyps = wmt21("de-en", systems=SIGNIFICANCE_SYSTEMS, lines=slice(150))
+    lengths = [len(line.split()) for line in references[0]]
+    return lengths, references, hyps
+
+
+@pytest.mark.parametrize("paired_test", ["bs", "ar"])
+def test_whole_set_significance_agrees_with_sacrebleu(significance_data, paired_test):
+    lengths, references, hyps = significance_data
+    n = 200
+    report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([12]), n_bootstrap=n,
+                                seed=12345, paired_test=paired_test, ar_trials=n, workers=1)
+    metrics = {name: Metric() for name, Metric in SACREBLEU_METRICS.items()}
+    _, sacrebleu_results = PairedTest(list(hyps.items()), metrics, references, test_type=paired_test,
+                                      n_samples=n, n_ar_confidence=-1)()
+    for metric in SACREBLEU_METRICS:
+        for k, name in enumerate(hyps):
+            expected = sacrebleu_results[SACREBLEU_NAMES[metric]][k]
+            ours = report.cell(name, None).results[metric]
+            assert ours.score == expected.score
+            if name == report.baseline:
+                assert ours.p_value is None
+            else:
+                # the same draws: only float32 (sacrebleu) against float64 (here) may differ
+                assert ours.p_value == pytest.approx(expected.p_value, abs=2 / (n + 1))
+            if paired_test == "bs":
+                assert (ours.ci_hi - ours.ci_lo) / 2 == pytest.approx(expected.ci, abs=1e-3)
+
+
+def test_intervals_and_p_values_are_reproducible_with_a_seed(significance_data):
+    lengths, references, hyps = significance_data
+
+    def run(seed):
+        report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([10, 20]),
+                                    metrics=["bleu", "chrf"], n_bootstrap=100, seed=seed, workers=1)
+        return [(c.system, c.bucket, m, r.ci_lo, r.ci_hi, r.p_value)
+                for c in report.cells for m, r in c.results.items()]
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_intervals_contain_the_score_and_the_baseline_has_no_p_value(significance_data):
+    lengths, references, hyps = significance_data
+    report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([10, 20]),
+                                metrics=["bleu"], n_bootstrap=200, baseline="happypoet", workers=1)
+    for cell in report.cells:
+        result = cell.results["bleu"]
+        assert result.ci_lo <= result.score <= result.ci_hi
+        assert (result.p_value is None) == (cell.system == "happypoet")
+        if result.p_value is not None:
+            assert 0 < result.p_value <= 1
+
+
+def test_unknown_baseline_is_refused(significance_data):
+    lengths, references, hyps = significance_data
+    with pytest.raises(InputError, match="unknown baseline 'nope'"):
+        evaluate_by_length(lengths, references, hyps, buckets_from_edges([]), baseline="nope")

@@ -1,0 +1,216 @@
+"""The relpos-report command line (python -m analysis.report) on a slice of WMT21 De->En:
+outputs, fairseq-generate input, and one-line errors with no files left behind."""
+import csv
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.report import main
+
+WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
+N_LINES = 120
+SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")
+REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "bleu", "ter", "chrf",
+                 "bleu_ci_lo", "bleu_ci_hi", "bleu_p", "ter_ci_lo", "ter_ci_hi", "ter_p",
+                 "chrf_ci_lo", "chrf_ci_hi", "chrf_p"}
+OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex",
+                 "buckets.png", "buckets.pdf", "lengths.png"}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """The first N_LINES sentences as files: source, refs A and B, and systems; the last
+    system also as fairseq-generate output in shuffled order."""
+    if not WMT21_DE_EN.is_dir():
+        pytest.skip(f"shared WMT21 data not found at {WMT21_DE_EN}")
+    folder = tmp_path_factory.mktemp("wmt21")
+
+    def head(name):
+        lines = (WMT21_DE_EN / f"newstest2021.de-en.{name}").read_text(encoding="utf-8").split("\n")
+        path = folder / name
+        path.write_text("\n".join(lines[:N_LINES]) + "\n", encoding="utf-8")
+        return path, lines[:N_LINES]
+
+    files = {"src": head("src.de")[0], "refA": head("ref.A.en")[0], "refB": head("ref.B.en")[0]}
+    for system in SYSTEMS:
+        files[system], hyps = head(f"hyp.{system}.en")
+    source = files["src"].read_text(encoding="utf-8").split("\n")
+    reference = files["refA"].read_text(encoding="utf-8").split("\n")
+    order = list(range(N_LINES))
+    random.Random(0).shuffle(order)
+    generate = [f"S-{i}\t{source[i]}\nT-{i}\t{reference[i]}\nH-{i}\t-0.5\t{hyps[i]}\nP-{i}\t-0.5" for i in order]
+    files["generate"] = folder / "generate.out"
+    files["generate"].write_text("\n".join(generate) + "\n", encoding="utf-8")
+    return files
+
+
+def base_args(files, systems=SYSTEMS):
+    args = ["--source", str(files["src"]), "--ref", str(files["refA"]), "--ref", str(files["refB"])]
+    for system in systems:
+        args += ["--system", f"{system}={files[system]}"]
+    return args
+
+
+def test_out_dir_writes_every_output(data, tmp_path, capsys):
+    out = tmp_path / "report"
+    status = main(base_args(data) + ["--edges", "10,20,30", "--bootstrap", "100", "--train-limit", "30",
+                                     "--title", "WMT21 De-En", "--out-dir", str(out)])
+    stdout = capsys.readouterr().out
+    assert status == 0
+    assert {p.name for p in out.iterdir()} == OUT_DIR_FILES
+
+    assert (out / "report.md").read_text(encoding="utf-8") == stdout
+    table = [line for line in stdout.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| system | G0:10 BLEU | G0:10 TER | G0:10 chrF | G11:20 BLEU")
+    assert "| G31:∞ BLEU |" in table[0] and table[0].endswith("| all BLEU | all TER | all chrF |")
+    assert table[2].startswith("| *sentences* |")
+    assert [row.split(" | ")[0] for row in table[3:]] == ["| Online-W (baseline)", "| Facebook-AI", "| happypoet"]
+    assert "nrefs:2|bs:100|seed:12345|case:mixed|eff:no|tok:13a" in stdout
+
+    records = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert len(records) == len(SYSTEMS) * 5
+    assert all(REQUIRED_KEYS <= set(record) for record in records)
+    for system in SYSTEMS:
+        mine = [r for r in records if r["system"] == system]
+        assert [(r["bucket_lo"], r["bucket_hi"]) for r in mine] == [
+            (0, 10), (11, 20), (21, 30), (31, None), (None, None)]
+        assert sum(r["n"] for r in mine[:-1]) == mine[-1]["n"] == N_LINES
+        assert all(r["bleu_ci_lo"] <= r["bleu"] <= r["bleu_ci_hi"] for r in mine)
+        assert all((r["ter_p"] is None) == (system == "Online-W") for r in mine)
+    sizes = table[2].split(" | ")[1::3]  # "2†": fewer than 30 sentences, so no significance marks
+    assert [int(size.rstrip("†")) for size in sizes] == [r["n"] for r in records if r["system"] == "Online-W"]
+    assert sizes[3].endswith("†") and "† fewer than 30 sentences" in stdout
+    assert not any("\\*" in row.split(" | ")[10:13] for row in table[3:])
+
+    with open(out / "report.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(row["system"], row["bucket"]) for row in rows] == [(r["system"], r["bucket"]) for r in records]
+    assert float(rows[1]["bleu"]) == records[1]["bleu"]
+
+    latex = (out / "report.tex").read_text(encoding="utf-8")
+    assert "\\begin{tabular}" in latex and "\\multicolumn{3}{c}{31--$\\infty$}" in latex
+    assert (out / "buckets.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "buckets.pdf").read_bytes().startswith(b"%PDF")
+    assert (out / "lengths.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_individual_flags_override_the_out_dir(data, tmp_path, capsys):
+    out, other = tmp_path / "report", tmp_path / "elsewhere"
+    status = main(base_args(data, SYSTEMS[:2]) + [
+        "--metrics", "bleu", "--bootstrap", "20", "--out-dir", str(out),
+        "--json", str(other / "scores.json"), "--plot", str(other / "figure.png"),
+        "--histogram", str(other / "hist.pdf"),
+    ])
+    assert status == 0
+    assert {p.name for p in out.iterdir()} == {"report.md", "report.csv", "report.tex"}
+    assert {p.name for p in other.iterdir()} == {"scores.json", "figure.png", "figure.pdf", "hist.pdf"}
+
+
+def test_fairseq_generate_output_is_accepted_for_every_input(data, tmp_path, capsys):
+    plain, generated = tmp_path / "plain.json", tmp_path / "generated.json"
+    common = ["--metrics", "bleu,chrf", "--bootstrap", "50"]
+    assert main(["--source", str(data["src"]), "--ref", str(data["refA"]),
+                 "--system", f"Online-W={data['Online-W']}", "--system", f"happypoet={data['happypoet']}",
+                 "--json", str(plain)] + common) == 0
+    assert main(["--source", str(data["generate"]), "--ref", str(data["generate"]),
+                 "--system", f"Online-W={data['Online-W']}", "--system", f"happypoet={data['generate']}",
+                 "--json", str(generated)] + common) == 0
+    assert json.loads(plain.read_text()) == json.loads(generated.read_text())
+
+
+def test_same_seed_same_output_other_seed_other_intervals(data, tmp_path, capsys):
+    def run(name, seed):
+        path = tmp_path / name
+        assert main(base_args(data, SYSTEMS[:2]) + ["--metrics", "bleu", "--bootstrap", "50",
+                                                    "--seed", str(seed), "--json", str(path)]) == 0
+        return path.read_bytes()
+
+    assert run("a.json", 1) == run("b.json", 1)
+    assert run("a.json", 1) != run("c.json", 2)
+
+
+def test_quantile_buckets_and_reference_lengths(data, tmp_path, capsys):
+    path = tmp_path / "q.json"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--metrics", "bleu", "--bootstrap", "0", "--quantiles", "3",
+                                                "--by-reference-length", "--json", str(path)]) == 0
+    sizes = [r["n"] for r in json.loads(path.read_text()) if r["bucket"] != "all"]
+    assert len(sizes) == 3 and sum(sizes) == N_LINES and max(sizes) - min(sizes) <= 12
+
+
+def test_length_file_gives_the_lengths(data, tmp_path, capsys):
+    doubled = tmp_path / "doubled.de"  # every token twice: every length doubles
+    doubled.write_text("".join(" ".join(w + " " + w for w in line.split()) + "\n"
+                               for line in data["src"].read_text(encoding="utf-8").splitlines()))
+    sizes = {}
+    for name, extra in (("plain", []), ("doubled", ["--length-file", str(doubled)])):
+        path = tmp_path / f"{name}.json"
+        assert main(base_args(data, SYSTEMS[:1]) + ["--metrics", "bleu", "--bootstrap", "0",
+                                                    "--edges", "9,19", "--json", str(path)] + extra) == 0
+        sizes[name] = [r["n"] for r in json.loads(path.read_text())]
+    lengths = [len(line.split()) for line in data["src"].read_text(encoding="utf-8").splitlines()]
+    assert sizes["plain"][0] == sum(length <= 9 for length in lengths)
+    assert sizes["doubled"][0] == sum(2 * length <= 9 for length in lengths)
+
+
+def _bad_inputs(data, folder):
+    short = folder / "short.en"
+    short.write_text("\n".join(data["happypoet"].read_text(encoding="utf-8").splitlines()[:-1]) + "\n")
+    empty = folder / "empty.en"
+    empty.write_text("")
+    latin1 = folder / "latin1.en"
+    latin1.write_bytes(data["happypoet"].read_text(encoding="utf-8").replace("the", "thé").encode("latin-1"))
+    return {
+        "mismatched line counts": (
+            ["--system", f"short={short}"], f"line counts differ: {data['src']} has {N_LINES} lines, "
+                                            f"{short} has {N_LINES - 1}"),
+        "missing file": (["--system", f"gone={folder / 'gone.en'}"], f"no such file: {folder / 'gone.en'}"),
+        "empty file": (["--ref", str(empty)], f"empty file: {empty}"),
+        "invalid UTF-8": (["--system", f"latin1={latin1}"], f"{latin1} is not valid UTF-8 (line "),
+        "unknown baseline": (["--baseline", "nope"], "unknown baseline 'nope'; systems are Online-W, Facebook-AI"),
+        "edges not increasing": (["--edges", "25,50,40"], "bucket edges must be strictly increasing: 25,50,40"),
+        "bad system spec": (["--system", "no-equals-sign"], "--system expects NAME=FILE"),
+        "unknown metric": (["--metrics", "bleu,meteor"], "--metrics takes a list from bleu,ter,chrf"),
+    }
+
+
+BAD_INPUTS = ["mismatched line counts", "missing file", "empty file", "invalid UTF-8",
+              "unknown baseline", "edges not increasing", "bad system spec", "unknown metric"]
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_exit_2_and_no_files(data, tmp_path, capsys, case):
+    extra, message = _bad_inputs(data, tmp_path)[case]
+    out = tmp_path / "report"
+    status = main(base_args(data, SYSTEMS[:2]) + [
+        "--metrics", "bleu", "--bootstrap", "10", "--out-dir", str(out), "--json", str(tmp_path / "r.json")] + extra)
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: ")
+    assert message in captured.err
+    assert not out.exists() and not (tmp_path / "r.json").exists()
+
+
+def test_failed_write_leaves_no_files(data, tmp_path, capsys):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where a folder is expected")
+    status = main(base_args(data, SYSTEMS[:1]) + [
+        "--metrics", "bleu", "--bootstrap", "0",
+        "--csv", str(tmp_path / "ok.csv"), "--json", str(blocker / "r.json")])
+    assert status == 2
+    assert capsys.readouterr().err.startswith("error: cannot write")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"]
+
+
+def test_module_entry_point_exits_2_with_one_line(data):
+    result = subprocess.run(
+        [sys.executable, "-m", "analysis.report"] + base_args(data) + ["--edges", "50,25"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == "error: bucket edges must be strictly increasing: 50,25\n"
