@@ -55,7 +55,7 @@ setup(
         "pandas",
         "matplotlib",
     ],
-    extras_require={"test": ["pytest"]},
+    extras_require={"test": ["pytest", "pytest-xdist"]},
     entry_points={"console_scripts": ["relpos-report=analysis.report:main"]},
     cmdclass={"build_py": BuildPyWithStartupPth, "editable_wheel": EditableWheelWithStartupPth},
 )

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suite (sets up the environment first, see scripts/lib/env.sh).
-#   bash scripts/test.sh                 all tests
-#   bash scripts/test.sh -m "not slow"   skip the ones that drive the fairseq CLIs
-#   bash scripts/test.sh tests/test_x.py -k name   any pytest arguments
+#   bash scripts/test.sh                 all tests, on as many workers as cores (pytest-xdist)
+#   bash scripts/test.sh -m "not slow"   skip the ones that drive the fairseq command-line tools
+#   bash scripts/test.sh tests/test_x.py -k name -n 0   any pytest arguments (-n 0: one process)
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
@@ -10,4 +10,6 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
 fi
 source "$(dirname "$0")/lib/env.sh"
 cd "$REPO_ROOT"
-python -m pytest -ra "$@"
+# one thread per worker: the workers already fill the cores
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+python -m pytest -ra -n "$(nproc)" "$@"

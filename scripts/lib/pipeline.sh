@@ -1,0 +1,574 @@
+# Shared bash for the data, training and reproduction scripts (sourced, never run).
+#
+#   prepare-wmt19-de-en.sh / prepare-wmt19-zh-en.sh   -> pl_prepare_cli, pl_prepare
+#   build-test-sets.sh, translate.sh                   -> pl_textproc, pl_seg_apply, pl_deseg, pl_detok
+#   reproduce/table*.sh                                -> pl_recipe_*
+#
+# Conventions: every step writes its outputs under temporary names (NAME.tmp.PID) and renames
+# them when complete; a step counts as done only when its stamp (WORK/.done/STEP) exists, and
+# the stamp is written after the outputs.  Re-running a script therefore skips completed
+# steps, and a failed step leaves nothing a re-run would take as complete.
+
+PL_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PL_SCRIPTS="$(cd "$PL_LIB/.." && pwd)"
+PL_REPO="$(cd "$PL_SCRIPTS/.." && pwd)"
+THREADS="${THREADS:-$(nproc 2>/dev/null || echo 1)}"
+export TQDM_DISABLE=1  # no progress bars from subword-nmt/sacremoses/fairseq in the logs
+
+pl_log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+pl_die() { echo "error: $*" >&2; exit 1; }
+
+# Print the comment block at the top of a script (its --help), without the shebang.
+pl_help() {
+  awk 'NR == 1 && /^#!/ { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"
+}
+
+# Enter the project's Python environment (scripts/lib/env.sh) once per process tree.
+pl_enter_env() {
+  if [[ -n "${VIRTUAL_ENV:-}" && "${PL_ENV_READY:-}" == "$VIRTUAL_ENV" ]]; then
+    return 0
+  fi
+  # shellcheck disable=SC1091
+  source "$PL_LIB/env.sh"
+  export PL_ENV_READY="$VIRTUAL_ENV"
+}
+
+# Print a command (dry run) or run it.
+pl_run() {
+  if [[ "${DRY_RUN:-0}" == 1 ]]; then
+    printf '+'
+    printf ' %q' "$@"
+    printf '\n'
+  else
+    "$@"
+  fi
+}
+
+pl_py() { python "$PL_LIB/$1" "${@:2}"; }
+
+pl_lines() { wc -l < "$1" | tr -d ' '; }
+
+# pl_same_lines A B [WHAT]: die unless A and B have the same number of lines.
+pl_same_lines() {
+  local a b
+  a=$(pl_lines "$1"); b=$(pl_lines "$2")
+  [[ "$a" == "$b" ]] || pl_die "${3:-line count}: $1 has $a lines but $2 has $b"
+}
+
+# ----------------------------------------------------------------------------------------
+# Steps and stamps
+# ----------------------------------------------------------------------------------------
+# pl_step NAME CMD [ARGS...]: run CMD unless WORK/.done/NAME exists; stamp it afterwards.
+# (Call it as a plain command, never inside if/&&/||, so that set -e stops on failure.)
+pl_step() {
+  local name=$1; shift
+  local stamp="$PL_STAMPS/$name"
+  if [[ -f "$stamp" ]]; then
+    pl_log "skip  $name (done)"
+    return 0
+  fi
+  pl_log "start $name"
+  "$@"
+  mkdir -p "$PL_STAMPS"
+  date -u +%FT%TZ > "$stamp.tmp.$$"
+  mv "$stamp.tmp.$$" "$stamp"
+  pl_log "done  $name"
+}
+
+# Remove what failed runs left under temporary names (NAME.tmp.PID, NAME.part stays: resumable).
+pl_clean_tmp() {
+  find "$1" \( -name '*.tmp.[0-9]*' -o -name '*.tmp[0-9]*.model' -o -name '*.tmp[0-9]*.vocab' \) \
+    -prune -exec rm -rf {} + 2>/dev/null || true
+}
+
+# One run at a time per work directory.
+pl_lock() {
+  mkdir -p "$1"
+  if command -v flock >/dev/null 2>&1; then
+    exec 9>"$1/.lock"
+    flock -n 9 || pl_die "another run is using $1 (lock $1/.lock)"
+  fi
+}
+
+# pl_per_lang FUNC ARGS...: FUNC SRC ARGS... and FUNC TGT ARGS..., side by side when there
+# is more than one core; fails if either fails.
+pl_per_lang() {
+  local f=$1 p1 p2 rc=0; shift
+  if (( THREADS < 2 )); then
+    "$f" "$SRC" "$@"
+    "$f" "$TGT" "$@"
+    return 0
+  fi
+  ( "$f" "$SRC" "$@" ) & p1=$!
+  ( "$f" "$TGT" "$@" ) & p2=$!
+  wait "$p1" || rc=1
+  wait "$p2" || rc=1
+  (( rc == 0 )) || pl_die "$f failed (see the messages above)"
+}
+
+# pl_conf FILE KEY: the value of KEY=VALUE in FILE (empty if absent).
+pl_conf() { [[ -f "$1" ]] || return 0; sed -n "s/^$2=//p" "$1" | tail -n 1; }
+
+# ----------------------------------------------------------------------------------------
+# Text processing and segmentation
+# ----------------------------------------------------------------------------------------
+# Length unit of unsegmented text: characters for Chinese/Japanese, words otherwise.
+pl_unit() { case "$1" in zh|ja) echo char ;; *) echo word ;; esac; }
+
+# Worker processes for N lines: parallel start-up only pays off on large inputs.
+pl_jobs_for() { if (( $1 > 200000 )); then echo "$THREADS"; else echo 1; fi; }
+
+# pl_textproc MODE LANG OUT [LINES] < IN: moses = normalize punctuation + tokenize (sacremoses,
+# with aggressive hyphen splitting and XML escaping, as Moses' tokenizer.perl -a); normalize =
+# normalize punctuation only (text that SentencePiece segments).
+pl_textproc() {
+  local mode=$1 lang=$2 out=$3 tmp="$3.tmp.$$" j
+  j=$(pl_jobs_for "${4:-1000000}")
+  case "$mode" in
+    moses)  # one sacremoses process running both commands (its CLI chains them)
+      sacremoses -q -l "$lang" -j "$j" normalize tokenize -a -x > "$tmp" ;;
+    normalize)
+      sacremoses -q -l "$lang" -j "$j" normalize > "$tmp" ;;
+    *) pl_die "unknown text processing '$mode'" ;;
+  esac
+  mv "$tmp" "$out"
+}
+
+# pl_seg_apply PREP LANG IN OUT: the training segmentation of PREP (BPE or SentencePiece).
+pl_seg_apply() {
+  local prep=$1 lang=$2 in=$3 out=$4 tmp="$4.tmp.$$" seg
+  seg=$(pl_conf "$prep/segmentation.env" SEG)
+  case "$seg" in
+    bpe)
+      subword-nmt apply-bpe -c "$prep/seg/codes" --vocabulary "$prep/seg/vocab.$lang" \
+        --vocabulary-threshold "$(pl_conf "$prep/segmentation.env" BPE_VOCAB_THRESHOLD)" \
+        --num-workers "$(pl_jobs_for "$(pl_lines "$in")")" --input "$in" --output "$tmp" ;;
+    spm)
+      pl_py spm.py encode --model "$prep/seg/spm.$lang.model" --input "$in" --output "$tmp" \
+        --threads "$THREADS" ;;
+    *) pl_die "$prep/segmentation.env: unknown or missing SEG (is $prep prepared?)" ;;
+  esac
+  pl_same_lines "$in" "$tmp" "segmentation"
+  mv "$tmp" "$out"
+}
+
+# pl_deseg PREP LANG IN OUT: undo the segmentation (BPE: join "@@ "; SentencePiece: decode).
+pl_deseg() {
+  local prep=$1 lang=$2 in=$3 out=$4 tmp="$4.tmp.$$"
+  case "$(pl_conf "$prep/segmentation.env" SEG)" in
+    bpe) sed -E 's/(@@ )|(@@ ?$)//g' "$in" > "$tmp" ;;
+    spm) pl_py spm.py decode --model "$prep/seg/spm.$lang.model" --input "$in" --output "$tmp" ;;
+    *) pl_die "$prep/segmentation.env: unknown or missing SEG" ;;
+  esac
+  mv "$tmp" "$out"
+}
+
+# pl_detok PREP LANG IN OUT: undo the tokenization (Moses pipelines) or copy.
+pl_detok() {
+  local prep=$1 lang=$2 in=$3 out=$4 tmp="$4.tmp.$$"
+  case "$(pl_conf "$prep/segmentation.env" TEXTPROC)" in
+    moses) sacremoses -q -l "$lang" -j 1 detokenize -x < "$in" > "$tmp" ;;
+    *) cp "$in" "$tmp" ;;
+  esac
+  pl_same_lines "$in" "$tmp" "detokenization"
+  mv "$tmp" "$out"
+}
+
+# pl_concat_pairs IN OUT: lines 1+2, 3+4, ... joined by a space; an odd last line stays alone.
+pl_concat_pairs() {
+  awk 'NR % 2 == 1 { prev = $0; next } { print prev " " $0 } END { if (NR % 2 == 1) print prev }' \
+    "$1" > "$2.tmp.$$"
+  mv "$2.tmp.$$" "$2"
+}
+
+# pl_binarize_test PREP DIR: fairseq-preprocess DIR/seg.{src,tgt} into DIR/bin (split "test")
+# with the dictionaries of PREP.
+pl_binarize_test() {
+  local prep=$1 dir=$2 src tgt
+  src=$(pl_conf "$prep/segmentation.env" SRC); tgt=$(pl_conf "$prep/segmentation.env" TGT)
+  rm -rf "$dir/bin.tmp.$$"
+  fairseq-preprocess --source-lang "$src" --target-lang "$tgt" --testpref "$dir/seg" \
+    --srcdict "$prep/dict/dict.$src.txt" --tgtdict "$prep/dict/dict.$tgt.txt" \
+    --destdir "$dir/bin.tmp.$$" --workers "$(pl_jobs_for "$(pl_lines "$dir/seg.$src")")" \
+    > "$dir/preprocess.log" 2>&1 ||
+    { cat "$dir/preprocess.log" >&2; pl_die "fairseq-preprocess failed for $dir"; }
+  rm -rf "$dir/bin"
+  mv "$dir/bin.tmp.$$" "$dir/bin"
+}
+
+# ----------------------------------------------------------------------------------------
+# Data preparation (the shared body of prepare-wmt19-de-en.sh and prepare-wmt19-zh-en.sh)
+# ----------------------------------------------------------------------------------------
+# The calling script sets: PAIR SRC TGT TEXTPROC SEG DEFAULT_CORPORA DEV_SETS TEST_SET
+# DEFAULT_SEG_SIZE, then calls pl_prepare_cli "$@" and pl_prepare.
+pl_prepare_cli() {
+  WORK="$PL_REPO/work/wmt19-$PAIR"
+  CORPORA_CSV="$DEFAULT_CORPORA"
+  MAX_LENS="100"
+  SEG_SIZE="$DEFAULT_SEG_SIZE"
+  SHARDS=8
+  CLEAN_RATIO=9
+  BPE_VOCAB_THRESHOLD=50
+  OFFLINE=0
+  LOCAL_DIRS=()
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      -h|--help) pl_help "$0"; exit 0 ;;
+      --work-dir) WORK=$2; shift 2 ;;
+      --local-dir) LOCAL_DIRS+=("$(cd "$2" && pwd)") || pl_die "--local-dir $2: no such directory"; shift 2 ;;
+      --offline) OFFLINE=1; shift ;;
+      --corpora) CORPORA_CSV=$2; shift 2 ;;
+      --max-len) MAX_LENS=$2; shift 2 ;;
+      --bpe-merges|--spm-vocab) SEG_SIZE=$2; shift 2 ;;
+      --bpe-vocab-threshold) BPE_VOCAB_THRESHOLD=$2; shift 2 ;;
+      --shards) SHARDS=$2; shift 2 ;;
+      --clean-ratio) CLEAN_RATIO=$2; shift 2 ;;
+      --threads) THREADS=$2; shift 2 ;;
+      *) pl_die "unknown option $1 (see --help)" ;;
+    esac
+  done
+  mkdir -p "$WORK"
+  WORK="$(cd "$WORK" && pwd)"
+  IFS=, read -r -a CORPORA <<< "$CORPORA_CSV"
+  IFS=, read -r -a LENS <<< "$MAX_LENS"
+  [[ ${#CORPORA[@]} -gt 0 ]] || pl_die "--corpora is empty"
+  for n in "${LENS[@]}" "$SHARDS" "$SEG_SIZE"; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || pl_die "expected a positive integer, got '$n'"
+  done
+}
+
+# Parameters that change the data; a re-run with different ones must use another --work-dir.
+pl_check_config() {
+  local conf="$WORK/config.env" want
+  want="PAIR=$PAIR
+CORPORA=$CORPORA_CSV
+DEV_SETS=${DEV_SETS[*]}
+TEST_SET=$TEST_SET
+TEXTPROC=$TEXTPROC
+SEG=$SEG
+SEG_SIZE=$SEG_SIZE
+BPE_VOCAB_THRESHOLD=$BPE_VOCAB_THRESHOLD
+CLEAN_RATIO=$CLEAN_RATIO
+SHARDS=$SHARDS"
+  # a conflict only once something beyond fetching the corpora has been built
+  if [[ -f "$conf" ]] && compgen -G "$WORK/.done/[!o]*" > /dev/null; then
+    if [[ "$(cat "$conf")" != "$want" ]]; then
+      diff <(echo "$want") "$conf" | sed 's/^/  /' >&2 || true
+      pl_die "$WORK was prepared with other settings (< now, > $conf); use another --work-dir or delete it"
+    fi
+  else
+    echo "$want" > "$conf.tmp.$$"
+    mv "$conf.tmp.$$" "$conf"
+  fi
+  # where the data came from, for build-test-sets.sh
+  local d
+  { printf 'OFFLINE=%s\n' "$OFFLINE"
+    for d in "${LOCAL_DIRS[@]}"; do printf 'LOCAL_DIR=%s\n' "$d"; done; } > "$WORK/sources.env"
+}
+
+pl_search_args() {
+  local d
+  for d in "${LOCAL_DIRS[@]}"; do printf -- '--search\n%s\n' "$d"; done
+  [[ "$OFFLINE" == 1 ]] && printf -- '--offline\n'
+  return 0
+}
+
+pl_get_corpus() {
+  local args=()
+  mapfile -t args < <(pl_search_args)
+  pl_py corpora.py corpus --pair "$PAIR" --name "$1" --raw-dir "$WORK/raw" \
+    --out-prefix "$WORK/orig/train.$1" "${args[@]}"
+}
+
+pl_get_testset() {
+  local args=()
+  mapfile -t args < <(pl_search_args)
+  pl_py corpora.py testset --pair "$PAIR" --name "$1" --raw-dir "$WORK/raw" \
+    --out-prefix "$WORK/orig/$1" "${args[@]}"
+}
+
+# pl_text_split SPLIT PART...: concatenate orig/PART.* and normalise/tokenise into text/SPLIT.*
+pl_text_split() {
+  pl_per_lang _pl_text_split_lang "$@"
+  pl_same_lines "$WORK/text/$1.$SRC" "$WORK/text/$1.$TGT" "$1"
+}
+
+_pl_text_split_lang() {
+  local lang=$1 split=$2 p files=(); shift 2
+  for p in "$@"; do files+=("$WORK/orig/$p.$lang"); done
+  cat "${files[@]}" | pl_textproc "$TEXTPROC" "$lang" "$WORK/text/$split.$lang" \
+    "$(cat "${files[@]}" | wc -l)"
+}
+
+pl_clean() {
+  pl_py filter_pairs.py --src "$WORK/text/train.$SRC" --tgt "$WORK/text/train.$TGT" \
+    --out-src "$WORK/text/train.clean.$SRC" --out-tgt "$WORK/text/train.clean.$TGT" \
+    --min-len 1 --max-ratio "$CLEAN_RATIO" --src-unit "$(pl_unit "$SRC")" \
+    --tgt-unit "$(pl_unit "$TGT")" --label "cleaning (empty lines, length ratio > $CLEAN_RATIO)" \
+    --report "$WORK/text/clean.txt"
+}
+
+pl_seg_learn() {
+  local d="$WORK/seg" lang cov
+  rm -rf "$d"; mkdir -p "$d"
+  case "$SEG" in
+    bpe)
+      subword-nmt learn-joint-bpe-and-vocab --input "$WORK/text/train.clean.$SRC" \
+        "$WORK/text/train.clean.$TGT" -s "$SEG_SIZE" -o "$d/codes.tmp.$$" \
+        --write-vocabulary "$d/vocab.$SRC.tmp.$$" "$d/vocab.$TGT.tmp.$$" \
+        --num-workers "$(pl_jobs_for "$(pl_lines "$WORK/text/train.clean.$SRC")")"
+      mv "$d/vocab.$SRC.tmp.$$" "$d/vocab.$SRC"; mv "$d/vocab.$TGT.tmp.$$" "$d/vocab.$TGT"
+      mv "$d/codes.tmp.$$" "$d/codes" ;;
+    spm)
+      for lang in "$SRC" "$TGT"; do
+        case "$lang" in zh|ja) cov=0.9995 ;; *) cov=1.0 ;; esac
+        pl_py spm.py train --input "$WORK/text/train.clean.$lang" --model-prefix "$d/spm.$lang" \
+          --vocab-size "$SEG_SIZE" --character-coverage "$cov" --threads "$THREADS" \
+          --soft-vocab-limit
+      done ;;
+  esac
+  printf 'PAIR=%s\nSRC=%s\nTGT=%s\nTEXTPROC=%s\nSEG=%s\nSEG_SIZE=%s\nBPE_VOCAB_THRESHOLD=%s\n' \
+    "$PAIR" "$SRC" "$TGT" "$TEXTPROC" "$SEG" "$SEG_SIZE" "$BPE_VOCAB_THRESHOLD" \
+    > "$WORK/segmentation.env"
+}
+
+pl_seg_split() { pl_per_lang _pl_seg_split_lang "$1"; }
+
+_pl_seg_split_lang() {
+  local lang=$1 split=$2 in="$WORK/text/$2.$1"
+  [[ "$split" == train ]] && in="$WORK/text/train.clean.$lang"
+  pl_seg_apply "$WORK" "$lang" "$in" "$WORK/seg/$split.$lang"
+}
+
+pl_dicts() {
+  rm -rf "$WORK/dict" "$WORK/dict.tmp.$$"
+  fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" --trainpref "$WORK/seg/train" \
+    --destdir "$WORK/dict.tmp.$$" --dict-only --workers "$(pl_jobs_for "$(pl_lines "$WORK/seg/train.$SRC")")" \
+    > "$WORK/dict.log" 2>&1 ||
+    { cat "$WORK/dict.log" >&2; pl_die "fairseq-preprocess --dict-only failed"; }
+  mv "$WORK/dict.tmp.$$" "$WORK/dict"
+}
+
+pl_length_filter() {
+  local n=$1 d="$WORK/len$1"
+  mkdir -p "$d"
+  pl_py filter_pairs.py --src "$WORK/seg/train.$SRC" --tgt "$WORK/seg/train.$TGT" \
+    --out-src "$d/train.$SRC" --out-tgt "$d/train.$TGT" --max-len "$n" \
+    --label "length filter (source or target > $n subword tokens)" --report "$d/filter.txt"
+}
+
+pl_binarize() {
+  local n=$1
+  mkdir -p "$WORK/data-bin"
+  pl_py binarize.py --source-lang "$SRC" --target-lang "$TGT" \
+    --srcdict "$WORK/dict/dict.$SRC.txt" --tgtdict "$WORK/dict/dict.$TGT.txt" \
+    --trainpref "$WORK/len$n/train" --validpref "$WORK/seg/valid" --testpref "$WORK/seg/test" \
+    --shards "$SHARDS" --destdir "$WORK/data-bin/len$n" \
+    --workers "$(pl_jobs_for "$(pl_lines "$WORK/len$n/train.$SRC")")" \
+    > "$WORK/data-bin/len$n.log" 2>&1 ||
+    { tail -n 30 "$WORK/data-bin/len$n.log" >&2; pl_die "binarization failed (len$n)"; }
+}
+
+pl_prepare() {
+  pl_lock "$WORK"
+  pl_clean_tmp "$WORK"
+  PL_STAMPS="$WORK/.done"
+  mkdir -p "$WORK/raw" "$WORK/orig" "$WORK/text"
+  pl_check_config
+  pl_log "preparing WMT19 $PAIR in $WORK (corpora: ${CORPORA[*]}; max lengths: ${LENS[*]})"
+  local c s n
+  for c in "${CORPORA[@]}"; do pl_step "orig.train.$c" pl_get_corpus "$c"; done
+  for s in "${DEV_SETS[@]}" "$TEST_SET"; do pl_step "orig.$s" pl_get_testset "$s"; done
+  local train_parts=()
+  for c in "${CORPORA[@]}"; do train_parts+=("train.$c"); done
+  pl_step text.train pl_text_split train "${train_parts[@]}"
+  pl_step text.valid pl_text_split valid "${DEV_SETS[@]}"
+  pl_step text.test pl_text_split test "$TEST_SET"
+  pl_step clean pl_clean
+  pl_step seg.learn pl_seg_learn
+  for s in train valid test; do pl_step "seg.$s" pl_seg_split "$s"; done
+  pl_step dict pl_dicts
+  for n in "${LENS[@]}"; do
+    pl_step "filter.len$n" pl_length_filter "$n"
+    pl_step "bin.len$n" pl_binarize "$n"
+  done
+  echo "== WMT19 $PAIR prepared in $WORK"
+  cat "$WORK/text/clean.txt"
+  for n in "${LENS[@]}"; do
+    cat "$WORK/len$n/filter.txt"
+    echo "   training data: $WORK/data-bin/len$n  (shard0..shard$((SHARDS - 1)); valid/test in shard0)"
+  done
+}
+
+# ----------------------------------------------------------------------------------------
+# Reproduction recipes (reproduce/table*.sh)
+# ----------------------------------------------------------------------------------------
+# Tiny settings for SMOKE=1: the same steps on a few thousand lines, with 1+1-layer models.
+PL_SMOKE_TRAIN=(--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32
+  --decoder-embed-dim 32 --encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64
+  --encoder-attention-heads 2 --decoder-attention-heads 2 --max-update 16
+  --batch-tokens 1200 --log-interval 5)
+PL_SMOKE_TRANSLATE=(--beam 2 --max-tokens 30000 --max-len-a 1.2 --max-len-b 5)
+PL_SMOKE_TEST_LINES=30
+
+pl_recipe_cli() {
+  SMOKE="${SMOKE:-0}"
+  DRY_RUN=0
+  OFFLINE=0
+  LOCAL_DIRS=()
+  EXTRA_SYSTEMS=()
+  WORK_ROOT="$PL_REPO/work"
+  RUNS_ROOT="$PL_REPO/runs"
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      -h|--help) pl_help "$0"; exit 0 ;;
+      --dry-run) DRY_RUN=1; shift ;;
+      --work-root) WORK_ROOT=$2; shift 2 ;;
+      --runs-root) RUNS_ROOT=$2; shift 2 ;;
+      --local-dir) LOCAL_DIRS+=("$2"); shift 2 ;;
+      --offline) OFFLINE=1; shift ;;
+      --system) EXTRA_SYSTEMS+=("$2"); shift 2 ;;
+      --threads) THREADS=$2; shift 2 ;;
+      *) pl_die "unknown option $1 (see --help)" ;;
+    esac
+  done
+  if [[ "$SMOKE" == 1 ]]; then
+    WORK_ROOT="$WORK_ROOT/smoke"
+    RUNS_ROOT="$RUNS_ROOT/smoke"
+    SMOKE_DATA="${SMOKE_DATA:-$PL_REPO/../shared/data/wmt-newstest}"
+    if [[ "$DRY_RUN" != 1 && ! -d "$SMOKE_DATA" ]]; then
+      pl_die "SMOKE=1 needs a small local data directory laid out like wmt-newstest
+  (de-en/newstestYYYY.{de,en}, zh-en/newstestYYYY.{zh,en}); set SMOKE_DATA (tried $SMOKE_DATA)"
+    fi
+  fi
+  export DRY_RUN THREADS
+  [[ "$DRY_RUN" == 1 ]] || pl_enter_env
+  if [[ "$SMOKE" == 1 ]]; then pl_log "SMOKE=1: tiny data and models (work: $WORK_ROOT, runs: $RUNS_ROOT)"; fi
+  REPORTS=()
+}
+
+# pl_smoke_standin PAIR DIR: stand-in corpora cut from SMOKE_DATA, named like the real ones.
+pl_smoke_standin() {
+  local pair=$1 dir=$2 n=$PL_SMOKE_TEST_LINES f y
+  local src=${pair%-*} tgt=${pair#*-} sd="$SMOKE_DATA/$pair"
+  [[ -f "$dir/.done" ]] && return 0
+  rm -rf "$dir.tmp.$$"; mkdir -p "$dir.tmp.$$"
+  _cut() {  # FROM-FILE-PREFIX FIRST LAST OUT-PREFIX
+    local l
+    for l in "$src" "$tgt"; do sed -n "$2,$3p" "$1.$l" > "$4.$l"; done
+  }
+  case "$pair" in
+    de-en)  # training: newstest2019 (not part of any test set used here), 4 x 500 lines
+      _cut "$sd/newstest2019" 1 500 "$dir.tmp.$$/commoncrawl.de-en"
+      _cut "$sd/newstest2019" 501 1000 "$dir.tmp.$$/europarl-v9.de-en"
+      _cut "$sd/newstest2019" 1001 1500 "$dir.tmp.$$/news-commentary-v14.de-en"
+      _cut "$sd/newstest2019" 1501 2000 "$dir.tmp.$$/rapid2019.de-en"
+      for y in 2008 2009 2010 2011 2012 2013 2014 2015 2016 2017 2018; do
+        _cut "$sd/newstest$y" 1 "$n" "$dir.tmp.$$/newstest$y"
+      done ;;
+    zh-en)  # training: newstest2018 (3981 lines) split in three
+      _cut "$sd/newstest2018" 1 1300 "$dir.tmp.$$/news-commentary-v14.en-zh"
+      _cut "$sd/newstest2018" 1301 2600 "$dir.tmp.$$/UNv1.0.en-zh"
+      _cut "$sd/newstest2018" 2601 3981 "$dir.tmp.$$/cwmt"
+      _cut "$sd/newstest2017" 1 "$n" "$dir.tmp.$$/newsdev2017"
+      _cut "$sd/newstest2017" $((n + 1)) $((2 * n)) "$dir.tmp.$$/newstest2017"
+      _cut "$sd/newstest2019" 1 "$n" "$dir.tmp.$$/newstest2019" ;;
+  esac
+  for f in "$dir.tmp.$$"/*; do [[ -s "$f" ]] || pl_die "smoke stand-in $f is empty (SMOKE_DATA=$SMOKE_DATA)"; done
+  touch "$dir.tmp.$$/.done"
+  rm -rf "$dir"; mv "$dir.tmp.$$" "$dir"
+}
+
+pl_recipe_prep_dir() { echo "$WORK_ROOT/wmt19-$1"; }
+
+# pl_recipe_prepare PAIR LENS(comma list) SETS(comma list): data + test sets for a pair.
+pl_recipe_prepare() {
+  local pair=$1 lens=$2 sets=$3 prep args=() d spec len
+  prep=$(pl_recipe_prep_dir "$pair")
+  for spec in "${EXTRA_SYSTEMS[@]}"; do  # length limits that --system asks for
+    len=${spec##*@}
+    [[ ",$lens," == *",$len,"* || ! "$len" =~ ^[0-9]+$ ]] || lens+=",$len"
+  done
+  for d in "${LOCAL_DIRS[@]}"; do args+=(--local-dir "$d"); done
+  [[ "$OFFLINE" == 1 ]] && args+=(--offline)
+  if [[ "$SMOKE" == 1 ]]; then
+    local standin="$WORK_ROOT/standin-$pair"
+    if [[ "$DRY_RUN" == 1 ]]; then echo "+ (cut SMOKE stand-in corpora from $SMOKE_DATA/$pair into $standin)"
+    else pl_smoke_standin "$pair" "$standin"; fi
+    args+=(--local-dir "$standin" --offline --threads "$THREADS")
+    case "$pair" in
+      de-en) args+=(--bpe-merges 400) ;;
+      zh-en) args+=(--spm-vocab 1000) ;;
+    esac
+  fi
+  pl_run bash "$PL_SCRIPTS/prepare-wmt19-$pair.sh" --work-dir "$prep" \
+    --max-len "$lens" "${args[@]}"
+  pl_run bash "$PL_SCRIPTS/build-test-sets.sh" --work-dir "$prep" --sets "$sets"
+}
+
+# pl_recipe_system PAIR LABEL ARCH LEN SET...: train (if needed) and translate the sets.
+# Appends "LABEL=hypotheses" to SYSTEMS_<SET> (a bash array per test set).
+pl_recipe_system() {
+  local pair=$1 label=$2 arch=$3 len=$4 prep save set targs=() xargs=()
+  shift 4
+  prep=$(pl_recipe_prep_dir "$pair")
+  [[ -n "${RELPOS_ARCH_OVERRIDE:-}" ]] && arch=$RELPOS_ARCH_OVERRIDE
+  save="$RUNS_ROOT/wmt19-$pair/$arch-len$len"
+  [[ "$SMOKE" == 1 ]] && { targs+=("${PL_SMOKE_TRAIN[@]}"); xargs+=("${PL_SMOKE_TRANSLATE[@]}"); }
+  if [[ -n "${TRAIN_EXTRA_ARGS:-}" ]]; then read -r -a _extra <<< "$TRAIN_EXTRA_ARGS"; targs+=("${_extra[@]}"); fi
+  pl_log "system $label: --arch $arch, training data max length $len -> $save"
+  pl_run bash "$PL_SCRIPTS/train.sh" --data "$prep/data-bin/len$len" --arch "$arch" \
+    --save-dir "$save" "${targs[@]}"
+  for set in "$@"; do
+    pl_run bash "$PL_SCRIPTS/translate.sh" --checkpoint "$save/checkpoint_best.pt" \
+      --testset "$prep/testsets/$set" --out-dir "$save/$set" "${xargs[@]}"
+    eval "SYSTEMS_${set}+=(\"\$label=\$save/\$set\")"
+  done
+}
+
+# Extra systems from --system LABEL=ARCH@LEN (e.g. --system "T5@100=transformer_t5@100").
+pl_recipe_extra_systems() {
+  local pair=$1 spec label rest arch len; shift
+  for spec in "${EXTRA_SYSTEMS[@]}"; do
+    label=${spec%%=*}; rest=${spec#*=}; arch=${rest%@*}; len=${rest##*@}
+    [[ "$spec" == *=*@* && -n "$label" && -n "$arch" && "$len" =~ ^[0-9]+$ ]] ||
+      pl_die "--system wants LABEL=ARCH@MAXLEN, got '$spec'"
+    pl_recipe_system "$pair" "$label" "$arch" "$len" "$@"
+  done
+}
+
+# pl_recipe_report NAME PAIR SET BASELINE: the analysis report over SYSTEMS_<SET>.
+# Scored with sacreBLEU's 13a tokenization of the detokenized output against the raw
+# references (REPORT_TOKENIZE=none: the Moses-tokenized output against the Moses-tokenized
+# references, the study's "BLEU on tokenized text"; meaningful for De->En).
+pl_recipe_report() {
+  local name=$1 pair=$2 set=$3 baseline=$4 prep src tgt out args=() s hyp ref tok
+  prep=$(pl_recipe_prep_dir "$pair")
+  src=${pair%-*}; tgt=${pair#*-}
+  out="$RUNS_ROOT/reports/$name"
+  tok=${REPORT_TOKENIZE:-13a}
+  hyp=hyp.txt ref="$prep/testsets/$set/raw.$tgt"
+  [[ "$tok" == none ]] && { hyp=hyp.tok; ref="$prep/testsets/$set/tok.$tgt"; }
+  eval "local systems=(\"\${SYSTEMS_${set}[@]}\")"
+  for s in "${systems[@]}"; do args+=(--system "$s/$hyp"); done
+  [[ "$SMOKE" == 1 ]] && args+=(--bootstrap 50)
+  if [[ -n "${REPORT_EXTRA_ARGS:-}" ]]; then read -r -a _rextra <<< "$REPORT_EXTRA_ARGS"; args+=("${_rextra[@]}"); fi
+  if [[ "${SKIP_REPORT:-0}" == 1 ]]; then
+    pl_log "SKIP_REPORT=1: not running the analysis report for $name"
+    return 0
+  fi
+  if [[ "$DRY_RUN" != 1 ]] && ! python -c "import analysis.report" 2>/dev/null; then
+    pl_die "the analysis report (python -m analysis.report) is not available; install the
+  project (scripts/lib/env.sh) or set SKIP_REPORT=1 to stop after the translations"
+  fi
+  pl_run python -m analysis.report --source "$prep/testsets/$set/seg.$src" --ref "$ref" \
+    "${args[@]}" --baseline "$baseline" --edges 25,50,75,100 --train-limit 100 \
+    --tokenize "$tok" --title "$name ($pair, $set)" --out-dir "$out"
+  REPORTS+=("$out")
+}
+
+pl_recipe_done() {
+  local r
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  for r in "${REPORTS[@]}"; do echo "report: $r/report.md"; done
+}
