@@ -40,6 +40,8 @@
 #   --precision P             auto (fp16 on GPU, fp32 on CPU), fp16, amp (torch autocast)
 #                             or fp32
 #   --lr X                    (default 3e-4)
+#   --lr-scheduler NAME       reduce_lr_on_plateau (the study's, default) or any fairseq
+#                             scheduler, e.g. inverse_sqrt (the plateau options then do not apply)
 #   --lr-shrink X             (default 0.9)
 #   --lr-patience N           (default 6)
 #   --patience N              stopping rule, dev evaluations without improvement (default 24)
@@ -55,7 +57,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
 DATA="" ARCH="" SAVE="" USER_DIR=fairseq_relpos BATCH_TOKENS=4700 UPDATE_FREQ=1 GPUS="" PRECISION=auto
-LR=3e-4 LR_SHRINK=0.9 LR_PATIENCE=6 PATIENCE=24 MAX_EPOCHS=20 SEED=1 KEEP=0 DRY_RUN=0
+LR=3e-4 SCHEDULER=reduce_lr_on_plateau LR_SHRINK=0.9 LR_PATIENCE=6 PATIENCE=24 MAX_EPOCHS=20 SEED=1 KEEP=0 DRY_RUN=0
 EXTRA=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -69,6 +71,7 @@ while [[ $# -gt 0 ]]; do
     --gpus) GPUS=$2; shift 2 ;;
     --precision) PRECISION=$2; shift 2 ;;
     --lr) LR=$2; shift 2 ;;
+    --lr-scheduler) SCHEDULER=$2; shift 2 ;;
     --lr-shrink) LR_SHRINK=$2; shift 2 ;;
     --lr-patience) LR_PATIENCE=$2; shift 2 ;;
     --patience) PATIENCE=$2; shift 2 ;;
@@ -139,6 +142,11 @@ case "$PRECISION" in fp16) DEVICE_ARGS+=(--fp16) ;; amp) DEVICE_ARGS+=(--amp) ;;
 NGPU_DIV=$(( (NGPU > 0 ? NGPU : 1) * UPDATE_FREQ ))
 PER_GPU=$(( (BATCH_TOKENS + NGPU_DIV - 1) / NGPU_DIV ))
 
+SCHEDULER_ARGS=(--lr-scheduler "$SCHEDULER")
+if [[ "$SCHEDULER" == reduce_lr_on_plateau ]]; then
+  SCHEDULER_ARGS+=(--lr-shrink "$LR_SHRINK" --lr-patience "$LR_PATIENCE")
+fi
+
 CKPT_ARGS=(--no-epoch-checkpoints)
 (( KEEP > 0 )) && CKPT_ARGS=(--keep-last-epochs "$KEEP")
 
@@ -146,7 +154,7 @@ CMD=(fairseq-train "$DATA_PATH"
   ${USER_DIR:+--user-dir "$USER_DIR"}
   --arch "$ARCH" --task translation
   --optimizer adam --adam-betas "(0.9, 0.999)" --lr "$LR"
-  --lr-scheduler reduce_lr_on_plateau --lr-shrink "$LR_SHRINK" --lr-patience "$LR_PATIENCE"
+  "${SCHEDULER_ARGS[@]}"
   --warmup-updates 0
   --criterion label_smoothed_cross_entropy --label-smoothing 0.1
   --max-tokens "$PER_GPU" --update-freq "$UPDATE_FREQ"
