@@ -10,6 +10,7 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
 fi
 source "$(dirname "$0")/lib/env.sh"
 cd "$REPO_ROOT"
+workers=$(nproc)  # before OMP_NUM_THREADS is set: nproc honours it
 # one thread per worker: the workers already fill the cores
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-python -m pytest -ra -n "$(nproc)" "$@"
+python -m pytest -ra -n "$workers" "$@"
