@@ -7,12 +7,18 @@ Use it as a fairseq plugin (``--user-dir fairseq_relpos``) or import it for the 
 """
 import fairseq_relpos_compat  # noqa: F401  (fixes must precede fairseq's import)
 
-from .models.relpos_transformer import STUDY_ARCHITECTURES, RelPosTransformerModel, count_parameters
+from .models.relpos_transformer import (
+    STUDY_ARCHITECTURES,
+    RelPosTransformerModel,
+    build_standalone_model,
+    count_parameters,
+)
 from .positions import PositionSpec, register_scheme, scheme_names
 
 __all__ = [
     "RelPosTransformerModel",
     "STUDY_ARCHITECTURES",
+    "build_standalone_model",
     "PositionSpec",
     "count_parameters",
     "register_scheme",

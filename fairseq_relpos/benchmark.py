@@ -11,24 +11,12 @@ here, never asserted in tests.
 import argparse
 import statistics
 import time
-from types import SimpleNamespace
 
 import torch
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_CONFIG_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
 
-from . import STUDY_ARCHITECTURES, RelPosTransformerModel, count_parameters
-
-
-def build(arch, vocab_size, dims):
-    dictionary = Dictionary()
-    for index in range(vocab_size - dictionary.nspecial):
-        dictionary.add_symbol(f"w{index}")
-    args = argparse.Namespace(arch=arch, **dims)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
-    return RelPosTransformerModel.build_model(args, task), dictionary
+from . import STUDY_ARCHITECTURES, build_standalone_model, count_parameters
 
 
 def synchronize(device):
@@ -56,7 +44,10 @@ def measure(arch, options, device):
         encoder_attention_heads=options.heads, decoder_attention_heads=options.heads,
     )
     torch.manual_seed(0)
-    model, dictionary = build(arch, options.vocab, dims)
+    dictionary = Dictionary()
+    for index in range(options.vocab - dictionary.nspecial):
+        dictionary.add_symbol(f"w{index}")
+    model = build_standalone_model(arch, dictionary, **dims)
     model.to(device)
     generator = torch.Generator().manual_seed(1)
     shape = (options.batch, options.length)

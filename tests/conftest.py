@@ -1,11 +1,9 @@
 """Shared fixtures: tiny models built in-process, and tiny corpora for the fairseq CLIs."""
-import argparse
 import os
 import random
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -49,16 +47,11 @@ def tiny_dictionary(size=24):
 def build_tiny_model(arch, dictionary=None, **overrides):
     """A relpos_transformer of `arch` with tiny dims, in eval mode, seeded."""
     import torch
-    from fairseq.models import ARCH_CONFIG_REGISTRY
 
-    from fairseq_relpos import RelPosTransformerModel
+    from fairseq_relpos import build_standalone_model
 
     torch.manual_seed(0)
-    dictionary = dictionary or tiny_dictionary()
-    args = argparse.Namespace(arch=arch, **{**TINY_DIMS, **overrides})
-    ARCH_CONFIG_REGISTRY[arch](args)
-    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
-    return RelPosTransformerModel.build_model(args, task).eval()
+    return build_standalone_model(arch, dictionary or tiny_dictionary(), **{**TINY_DIMS, **overrides}).eval()
 
 
 # --- tiny corpora and the fairseq command line -----------------------------------------

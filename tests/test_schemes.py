@@ -19,7 +19,7 @@ ATOL = 1e-5
 def context(causal, num_layers=1, max_positions=64):
     return PositionContext(
         embed_dim=EMBED_DIM, num_heads=HEADS, num_layers=num_layers, causal=causal,
-        max_relative_position=K, max_positions=max_positions, padding_idx=1,
+        max_relative_position=K, max_positions=max_positions,
     )
 
 
@@ -41,26 +41,24 @@ def reference_sinusoid(position, dim, spectrum_dim=None):
     ])
 
 
-def reference_input_abs(scheme, x, padding_mask):
+def add_per_position(x, padding_mask, vector_at):
+    """x plus vector_at(p) at each token, p counting the row's tokens from 0."""
     out = x.clone()
     for b in range(x.size(0)):
         position = 0
         for t in range(x.size(1)):
             if not padding_mask[b, t]:
-                out[b, t] += reference_sinusoid(position, x.size(2))
+                out[b, t] += vector_at(position)
                 position += 1
     return out
+
+
+def reference_input_abs(scheme, x, padding_mask):
+    return add_per_position(x, padding_mask, lambda p: reference_sinusoid(p, x.size(2)))
 
 
 def reference_input_abs_learned(scheme, x, padding_mask):
-    out = x.clone()
-    for b in range(x.size(0)):
-        position = 0
-        for t in range(x.size(1)):
-            if not padding_mask[b, t]:
-                out[b, t] += scheme.table.weight[position]
-                position += 1
-    return out
+    return add_per_position(x, padding_mask, lambda p: scheme.table.weight[p])
 
 
 def reference_input_lstm(scheme, x, padding_mask):

@@ -66,7 +66,6 @@ class _PositionedStack:
             causal=causal,
             max_relative_position=max_relative_position,
             max_positions=max_positions,
-            padding_idx=embed_tokens.padding_idx,
         )
         self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
         self.layers = _layer_stack(

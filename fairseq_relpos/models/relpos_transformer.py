@@ -1,7 +1,9 @@
 """The ``relpos_transformer`` model and its architectures: presets over position schemes."""
+import argparse
 import logging
+from types import SimpleNamespace
 
-from fairseq.models import register_model, register_model_architecture
+from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
@@ -82,6 +84,15 @@ class RelPosTransformerModel(TransformerModel):
             encoder_spec, decoder_spec, k, f"{count_parameters(model):,}",
         )
         return model
+
+
+def build_standalone_model(arch: str, dictionary, **options) -> "RelPosTransformerModel":
+    """A model of ``arch`` over one dictionary (both sides) without a fairseq task, with
+    ``options`` as on the command line (``encoder_layers=2``…): for tests and benchmarks."""
+    args = argparse.Namespace(arch=arch, **options)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
+    return RelPosTransformerModel.build_model(args, task)
 
 
 def count_parameters(model) -> int:

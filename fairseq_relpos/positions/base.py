@@ -32,7 +32,6 @@ class PositionContext:
     causal: bool  # decoder self-attention: a query never sees later keys
     max_relative_position: int  # k, the clipping distance of relative schemes
     max_positions: int  # capacity of tables indexed by absolute position
-    padding_idx: int
 
     @property
     def head_dim(self) -> int:
