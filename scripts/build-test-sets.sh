@@ -10,11 +10,16 @@
 #   concat_seq     newstest_all's pairs 1+2, 3+4, ... joined with a space (source with source,
 #                  target with target); an odd last pair stays alone: 14,038 pairs.  Joined
 #                  after segmentation, so a joined line's length is the sum of its parts'.
+#                  (For the synthetic pair of prepare-toy.sh: its test set's pairs joined.)
 #   newstestYYYY, newsdevYYYY   one WMT set as it is (e.g. newstest2018, newstest2019)
-# Default: newstest_all,concat_seq,newstest2018 for de-en; newstest2019 for zh-en.
+#   any other set whose text the preparation wrote to PREPARED/orig/NAME.{SRC,TGT}
+#                  (prepare-toy.sh: valid, test)
+# Default: newstest_all,concat_seq,newstest2018 for de-en; newstest2019 for zh-en;
+# test,concat_seq for the synthetic pair (PREPARED/testsets.env).
 #
-# PREPARED is a directory made by prepare-wmt19-de-en.sh or prepare-wmt19-zh-en.sh; its
-# tokenization, segmentation (BPE codes / SentencePiece models) and dictionaries are used.
+# PREPARED is a directory made by prepare-wmt19-de-en.sh, prepare-wmt19-zh-en.sh or
+# prepare-toy.sh; its tokenization, segmentation (BPE codes / SentencePiece models) and
+# dictionaries are used.
 # Each set goes to PREPARED/testsets/NAME/:
 #   raw.SRC raw.TGT     the text as distributed (references for BLEU/TER)
 #   tok.SRC tok.TGT     normalised (and for De->En Moses-tokenized) text
@@ -56,9 +61,10 @@ PAIR=$(pl_conf "$WORK/segmentation.env" PAIR)
 SRC=$(pl_conf "$WORK/segmentation.env" SRC)
 TGT=$(pl_conf "$WORK/segmentation.env" TGT)
 TEXTPROC=$(pl_conf "$WORK/segmentation.env" TEXTPROC)
-if [[ -z "$SETS" ]]; then
-  case "$PAIR" in de-en) SETS=newstest_all,concat_seq,newstest2018 ;; *) SETS=newstest2019 ;; esac
-fi
+# the preparation's default sets and the set that concat_seq joins
+CONCAT_OF=$(pl_conf "$WORK/testsets.env" CONCAT_OF)
+[[ -n "$SETS" ]] || SETS=$(pl_conf "$WORK/testsets.env" DEFAULT_SETS)
+[[ -n "$SETS" ]] || pl_die "$WORK/testsets.env names no default test sets; pass --sets"
 # default sources: those of the preparation
 if [[ ${#LOCAL_DIRS[@]} -eq 0 ]]; then
   mapfile -t LOCAL_DIRS < <(sed -n 's/^LOCAL_DIR=\(..*\)$/\1/p' "$WORK/sources.env" 2>/dev/null)
@@ -91,6 +97,13 @@ write_meta() {
   echo "$name: $(pl_lines "$d/raw.$SRC") pairs -> $d"
 }
 
+# A set whose text the preparation fetched or generated into WORK/orig.
+copy_orig() {
+  local d=$1 name=$2 lang
+  for lang in "$SRC" "$TGT"; do cp "$WORK/orig/$name.$lang" "$d/raw.$lang"; done
+  finish_set "$d"
+}
+
 build_set() {
   local name=$1 d="$WORK/testsets/$1" y lang parts
   if [[ -f "$d/.done" ]]; then
@@ -109,16 +122,19 @@ build_set() {
       done
       finish_set "$d" ;;
     concat_seq)
-      build_set newstest_all
-      local all="$WORK/testsets/newstest_all" kind
+      [[ -n "$CONCAT_OF" ]] || pl_die "concat_seq is not defined for $PAIR (see --help)"
+      build_set "$CONCAT_OF"
+      local whole="$WORK/testsets/$CONCAT_OF" kind
       for lang in "$SRC" "$TGT"; do
-        for kind in raw tok seg; do pl_concat_pairs "$all/$kind.$lang" "$d/$kind.$lang"; done
+        for kind in raw tok seg; do pl_concat_pairs "$whole/$kind.$lang" "$d/$kind.$lang"; done
       done ;;
     newstest[0-9][0-9][0-9][0-9]|newsdev[0-9][0-9][0-9][0-9])
       pl_step "orig.$name" pl_get_testset "$name"
-      for lang in "$SRC" "$TGT"; do cp "$WORK/orig/$name.$lang" "$d/raw.$lang"; done
-      finish_set "$d" ;;
-    *) pl_die "unknown test set '$name' (see --help)" ;;
+      copy_orig "$d" "$name" ;;
+    *)
+      [[ -f "$WORK/orig/$name.$SRC" && -f "$WORK/orig/$name.$TGT" ]] ||
+        pl_die "unknown test set '$name' (see --help)"
+      copy_orig "$d" "$name" ;;
   esac
   write_meta "$d" "$name"
 }

@@ -1,4 +1,4 @@
-"""The README's main command, reduced: `bash scripts/demo.sh --quick` runs to its report."""
+"""The README's main command, reduced: `bash scripts/demo.sh --quick` runs to its reports."""
 import json
 import subprocess
 
@@ -8,20 +8,28 @@ from conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
+SYSTEMS = {"transformer_abs", "transformer_rel", "transformer_rel_k", "transformer_lstm_pos"}
 
-def test_quick_demo_runs_to_a_report(tmp_path):
+
+def test_quick_demo_runs_to_its_reports(tmp_path):
     out = tmp_path / "demo"
-    result = subprocess.run(["bash", str(REPO_ROOT / "scripts/demo.sh"), "--quick", "--out-dir", str(out)],
-                            capture_output=True, text=True, timeout=900)
+    demo = ["bash", str(REPO_ROOT / "scripts/demo.sh"), "--quick", "--out-dir", str(out)]
+    result = subprocess.run(demo, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert "| transformer_rel |" in result.stdout
-    records = json.loads((out / "report/report.json").read_text())
-    assert {record["system"] for record in records} == {"transformer_abs", "transformer_rel"}
-    assert all(record["bleu"] is not None for record in records if record["n"])
-    for name in ("report.md", "buckets.png", "lengths.png"):
-        assert (out / "report" / name).stat().st_size > 0
+    assert "| transformer_lstm_pos |" in result.stdout
+    assert "[transformer_rel_k]" in result.stdout and "num_updates" in result.stdout  # fairseq's progress
+    for test_set, pairs in (("test", 60), ("concat_seq", 30)):
+        report = out / "report" / test_set
+        assert f"report: {report} " in result.stdout
+        records = json.loads((report / "report.json").read_text())
+        assert {record["system"] for record in records} == SYSTEMS
+        assert sum(r["n"] for r in records if r["system"] == "transformer_abs" and r["bucket"] != "all") == pairs
+        assert all(record["bleu"] is not None for record in records if record["n"])
+        for name in ("report.md", "buckets.png", "lengths.png"):
+            assert (report / name).stat().st_size > 0
     # a re-run reuses every finished step
-    again = subprocess.run(["bash", str(REPO_ROOT / "scripts/demo.sh"), "--quick", "--out-dir", str(out)],
-                           capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0
-    assert "already trained" in again.stdout + again.stderr
+    again = subprocess.run(demo, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    assert again.stdout.count("already trained") == len(SYSTEMS)
+    assert again.stdout.count("already translated") == 2 * len(SYSTEMS)
+    assert "start " not in again.stderr

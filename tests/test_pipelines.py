@@ -30,7 +30,8 @@ ZHEN = NEWSTEST / "zh-en"
 NEWSTEST_ALL_YEARS = [2008, 2009, 2010, 2011, 2012, 2013, 2014, 2016, 2017, 2018]
 
 ALL_SCRIPTS = [
-    "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "build-test-sets.sh", "train.sh",
+    "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "prepare-toy.sh", "demo.sh",
+    "build-test-sets.sh", "train.sh",
     "translate.sh", "reproduce/table1.sh", "reproduce/table2.sh", "reproduce/table3.sh",
     "reproduce/table4.sh",
 ]
@@ -402,6 +403,47 @@ def test_newstest_all_and_concat_seq_on_real_data(deen_testsets):
         assert (d / ".done").exists() and f"LINES={n}" in (d / "meta.env").read_text()
         assert (d / "bin" / "test.de-en.de.bin").exists()
         assert re.search(rf"seg\.de: {n} sents", (d / "preprocess.log").read_text())
+
+
+# ----------------------------------------------------------------------------------------
+# the synthetic pair of the demo, through the same preparation and test-set scripts
+# ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_toy_preparation_and_test_sets(tmp_path):
+    work = tmp_path / "toy"
+    cmd = ["bash", SCRIPTS / "prepare-toy.sh", "--work-dir", work, "--train-pairs", "1500",
+           "--dev-pairs", "50", "--test-pairs", "41", "--test-words", "30 60", "--max-len", "40,60"]
+    proc = run(cmd)
+    seg_src, seg_tgt = lines(work / "seg" / "train.src"), lines(work / "seg" / "train.tgt")
+    assert len(seg_src) == len(seg_tgt) == 1500 and any("@@ " in s for s in seg_src)
+    for n in (40, 60):
+        kept = [(s, t) for s, t in zip(seg_src, seg_tgt) if len(s.split()) <= n and len(t.split()) <= n]
+        assert lines(work / f"len{n}" / "train.tgt") == [t for _, t in kept]
+        assert f"kept {len(kept)} of 1500 pairs" in proc.stdout
+        assert (work / "data-bin" / f"len{n}" / "shard0" / "train.src-tgt.src.bin").exists()
+    # the test set is the generator's output for seed + 2000
+    run([sys.executable, "-m", "fairseq_relpos.toy_corpus", "--lexicon-size", "small", "--n", "41",
+         "--seed", "2001", "--min-words", "30", "--max-words", "60", "--out-prefix", tmp_path / "direct"])
+    for lang in ("src", "tgt"):
+        assert lines(work / "orig" / f"test.{lang}") == lines(tmp_path / f"direct.{lang}")
+    # a re-run skips every step; other settings are refused
+    assert run(cmd).stderr.count("start ") == 0
+    other = [str(c) for c in cmd]
+    other[other.index("--test-words") + 1] = "30 70"
+    proc = run(other, check=False)
+    assert proc.returncode != 0 and "prepared with other settings" in proc.stderr
+
+    run(["bash", SCRIPTS / "build-test-sets.sh", "--work-dir", work])  # default: test,concat_seq
+    test, cat = work / "testsets" / "test", work / "testsets" / "concat_seq"
+    for lang in ("src", "tgt"):
+        assert lines(test / f"raw.{lang}") == lines(work / "orig" / f"test.{lang}")
+        assert lines(test / f"tok.{lang}") == lines(test / f"raw.{lang}")  # no tokenization
+        whole, joined = lines(test / f"seg.{lang}"), lines(cat / f"seg.{lang}")
+        assert len(joined) == 21 and joined[0] == f"{whole[0]} {whole[1]}" and joined[-1] == whole[-1]
+    words = [len(s.split()) for s in lines(test / "raw.src")]
+    assert 30 <= min(words) and max(words) <= 60
+    assert "LINES=21" in (cat / "meta.env").read_text()
+    assert (cat / "bin" / "test.src-tgt.src.bin").exists()
 
 
 # ----------------------------------------------------------------------------------------

@@ -120,7 +120,8 @@ pl_jobs_for() { if (( $1 > 200000 )); then echo "$THREADS"; else echo 1; fi; }
 
 # pl_textproc MODE LANG OUT [LINES] < IN: moses = normalize punctuation + tokenize (sacremoses,
 # with aggressive hyphen splitting and XML escaping, as Moses' tokenizer.perl -a); normalize =
-# normalize punctuation only (text that SentencePiece segments).
+# normalize punctuation only (text that SentencePiece segments); none = as it is (text that
+# is already tokenized, such as the synthetic pair of prepare-toy.sh).
 pl_textproc() {
   local mode=$1 lang=$2 out=$3 tmp="$3.tmp.$$" j
   j=$(pl_jobs_for "${4:-1000000}")
@@ -129,6 +130,7 @@ pl_textproc() {
       sacremoses -q -l "$lang" -j "$j" normalize tokenize -a -x > "$tmp" ;;
     normalize)
       sacremoses -q -l "$lang" -j "$j" normalize > "$tmp" ;;
+    none) cat > "$tmp" ;;
     *) pl_die "unknown text processing '$mode'" ;;
   esac
   mv "$tmp" "$out"
@@ -197,16 +199,22 @@ pl_binarize_test() {
 }
 
 # ----------------------------------------------------------------------------------------
-# Data preparation (the shared body of prepare-wmt19-de-en.sh and prepare-wmt19-zh-en.sh)
+# Data preparation (the shared body of prepare-wmt19-de-en.sh, prepare-wmt19-zh-en.sh and
+# prepare-toy.sh)
 # ----------------------------------------------------------------------------------------
 # The calling script sets: PAIR SRC TGT TEXTPROC SEG DEFAULT_CORPORA DEV_SETS TEST_SET
-# DEFAULT_SEG_SIZE, then calls pl_prepare_cli "$@" and pl_prepare.
+# DEFAULT_SEG_SIZE, then calls pl_prepare_cli "$@" and pl_prepare.  Optional: TITLE (what the
+# log calls the data), DEFAULT_WORK, DEFAULT_MAX_LENS, DEFAULT_SHARDS; FETCH_CORPUS and
+# FETCH_TESTSET (functions that write WORK/orig/train.NAME.LANG and WORK/orig/NAME.LANG;
+# default: fetch the WMT data with corpora.py); EXTRA_CONFIG (more lines that change the
+# data, e.g. how it was generated); TEST_SETS_DEFAULT and CONCAT_OF (build-test-sets.sh's
+# default sets and the set concat_seq joins, recorded in WORK/testsets.env).
 pl_prepare_cli() {
-  WORK="$PL_REPO/work/wmt19-$PAIR"
+  WORK="${DEFAULT_WORK:-$PL_REPO/work/wmt19-$PAIR}"
   CORPORA_CSV="$DEFAULT_CORPORA"
-  MAX_LENS="100"
+  MAX_LENS="${DEFAULT_MAX_LENS:-100}"
   SEG_SIZE="$DEFAULT_SEG_SIZE"
-  SHARDS=8
+  SHARDS="${DEFAULT_SHARDS:-8}"
   CLEAN_RATIO=9
   BPE_VOCAB_THRESHOLD=50
   OFFLINE=0
@@ -249,9 +257,14 @@ SEG=$SEG
 SEG_SIZE=$SEG_SIZE
 BPE_VOCAB_THRESHOLD=$BPE_VOCAB_THRESHOLD
 CLEAN_RATIO=$CLEAN_RATIO
-SHARDS=$SHARDS"
-  # a conflict only once something beyond fetching the corpora has been built
-  if [[ -f "$conf" ]] && compgen -G "$WORK/.done/[!o]*" > /dev/null; then
+SHARDS=$SHARDS${EXTRA_CONFIG:+
+$EXTRA_CONFIG}"
+  # a conflict only once something beyond fetching the corpora has been built (or anything
+  # at all, when the corpora are generated from settings in EXTRA_CONFIG)
+  local built="$WORK/.done/[!o]*"
+  [[ -n "${EXTRA_CONFIG:-}" ]] && built="$WORK/.done/*"
+  # shellcheck disable=SC2086  # a glob
+  if [[ -f "$conf" ]] && compgen -G $built > /dev/null; then
     if [[ "$(cat "$conf")" != "$want" ]]; then
       diff <(echo "$want") "$conf" | sed 's/^/  /' >&2 || true
       pl_die "$WORK was prepared with other settings (< now, > $conf); use another --work-dir or delete it"
@@ -260,10 +273,12 @@ SHARDS=$SHARDS"
     echo "$want" > "$conf.tmp.$$"
     mv "$conf.tmp.$$" "$conf"
   fi
-  # where the data came from, for build-test-sets.sh
+  # where the data came from, and which test sets it has, for build-test-sets.sh
   local d
   { printf 'OFFLINE=%s\n' "$OFFLINE"
     for d in "${LOCAL_DIRS[@]}"; do printf 'LOCAL_DIR=%s\n' "$d"; done; } > "$WORK/sources.env"
+  printf 'DEFAULT_SETS=%s\nCONCAT_OF=%s\n' "${TEST_SETS_DEFAULT:-$TEST_SET}" "${CONCAT_OF:-}" \
+    > "$WORK/testsets.env"
 }
 
 pl_search_args() {
@@ -375,10 +390,10 @@ pl_prepare() {
   PL_STAMPS="$WORK/.done"
   mkdir -p "$WORK/raw" "$WORK/orig" "$WORK/text"
   pl_check_config
-  pl_log "preparing WMT19 $PAIR in $WORK (corpora: ${CORPORA[*]}; max lengths: ${LENS[*]})"
+  pl_log "preparing ${TITLE:-WMT19 $PAIR} in $WORK (corpora: ${CORPORA[*]}; max lengths: ${LENS[*]})"
   local c s n
-  for c in "${CORPORA[@]}"; do pl_step "orig.train.$c" pl_get_corpus "$c"; done
-  for s in "${DEV_SETS[@]}" "$TEST_SET"; do pl_step "orig.$s" pl_get_testset "$s"; done
+  for c in "${CORPORA[@]}"; do pl_step "orig.train.$c" "${FETCH_CORPUS:-pl_get_corpus}" "$c"; done
+  for s in "${DEV_SETS[@]}" "$TEST_SET"; do pl_step "orig.$s" "${FETCH_TESTSET:-pl_get_testset}" "$s"; done
   local train_parts=()
   for c in "${CORPORA[@]}"; do train_parts+=("train.$c"); done
   pl_step text.train pl_text_split train "${train_parts[@]}"
@@ -392,7 +407,7 @@ pl_prepare() {
     pl_step "filter.len$n" pl_length_filter "$n"
     pl_step "bin.len$n" pl_binarize "$n"
   done
-  echo "== WMT19 $PAIR prepared in $WORK"
+  echo "== ${TITLE:-WMT19 $PAIR} prepared in $WORK"
   cat "$WORK/text/clean.txt"
   for n in "${LENS[@]}"; do
     cat "$WORK/len$n/filter.txt"
