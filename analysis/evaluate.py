@@ -8,7 +8,8 @@ from . import bootstrap
 from .buckets import Bucket, bucket_members
 from .io import InputError, check_parallel
 from .metrics import (
-    METRICS, MetricConfig, corpus_score, scores_from_sums, sentence_statistics, signature,
+    METRICS, MetricConfig, corpus_score, length_ratio, scores_from_sums, sentence_statistics,
+    signature,
 )
 
 PAIRED_TESTS = ("bs", "ar")
@@ -25,11 +26,15 @@ class MetricResult:
 
 @dataclass
 class Cell:
-    """One system on one bucket; ``bucket`` None stands for the whole test set."""
+    """One system on one bucket; ``bucket`` None stands for the whole test set.
+
+    ``length_ratio``: hypothesis over reference length (BLEU's ratio; None without BLEU or
+    sentences), which tells a system that stops early from one that runs on."""
     system: str
     bucket: Optional[Bucket]
     n: int
     results: Dict[str, MetricResult]
+    length_ratio: Optional[float] = None
 
 
 @dataclass
@@ -99,7 +104,11 @@ def evaluate_by_length(
     cells = []
     for bucket, indices in groups:
         results = scoring.results(indices)
-        cells += [Cell(name, bucket, len(indices), results[name]) for name in names]
+        cells += [
+            Cell(name, bucket, len(indices), results[name],
+                 length_ratio(stats["bleu"][name], indices) if "bleu" in stats and indices else None)
+            for name in names
+        ]
 
     resampling = {"seed": seed, "bs": n_bootstrap or None}
     if paired_test == "ar":

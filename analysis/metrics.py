@@ -130,6 +130,15 @@ def corpus_score(metric: Metric, stats: Sequence[list], indices: Sequence[int]) 
     return metric._aggregate_and_compute([stats[i] for i in indices]).score
 
 
+def length_ratio(bleu_stats: Sequence[list], indices: Sequence[int]) -> float:
+    """Hypothesis length over reference length of the sentences ``indices``, in BLEU's
+    tokens (sacrebleu's BLEU ``ratio``: its statistics start with those two lengths; with
+    several references, the closest reference length of each sentence)."""
+    hypothesis_tokens = sum(bleu_stats[i][0] for i in indices)
+    reference_tokens = sum(bleu_stats[i][1] for i in indices)
+    return hypothesis_tokens / reference_tokens if reference_tokens else math.nan
+
+
 def scores_from_sums(metric: Metric, summed_stats) -> List[float]:
     """Scores of already summed statistics, one row per resample."""
     return [metric._compute_score_from_stats(row).score for row in summed_stats.tolist()]

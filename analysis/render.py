@@ -46,6 +46,7 @@ def records(report: LengthReport) -> List[dict]:
             "bucket_lo": cell.bucket.lo if cell.bucket else None,
             "bucket_hi": cell.bucket.hi if cell.bucket else None,
             "n": cell.n,
+            "length_ratio": cell.length_ratio,
         }
         for metric in METRICS:
             result = cell.results.get(metric)

@@ -178,6 +178,8 @@ def test_every_bucket_score_is_sacrebleus_score_of_that_subset(bucket_case):
             for metric, Metric in SACREBLEU_METRICS.items():
                 expected = Metric().corpus_score(subset_hyps, subset_refs).score
                 assert report.cell(name, bucket).results[metric].score == expected, (name, bucket, metric)
+            bleu = BLEU().corpus_score(subset_hyps, subset_refs)
+            assert report.cell(name, bucket).length_ratio == bleu.sys_len / bleu.ref_len
 
 
 def test_one_bucket_over_whole_files_equals_sacrebleu():
@@ -201,6 +203,7 @@ def test_empty_bucket_has_no_scores():
                                 metrics=["bleu"], n_bootstrap=20, workers=1)
     assert report.sizes == [50, 0, 0]
     assert report.cell("Online-W", report.buckets[1]).results["bleu"].score is None
+    assert report.cell("Online-W", report.buckets[1]).length_ratio is None
 
 
 def test_statistics_do_not_depend_on_the_number_of_workers():

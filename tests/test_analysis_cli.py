@@ -14,7 +14,7 @@ from analysis.report import main
 WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
 N_LINES = 120
 SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")
-REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "bleu", "ter", "chrf",
+REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "length_ratio", "bleu", "ter", "chrf",
                  "bleu_ci_lo", "bleu_ci_hi", "bleu_p", "ter_ci_lo", "ter_ci_hi", "ter_p",
                  "chrf_ci_lo", "chrf_ci_hi", "chrf_p"}
 OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex",
