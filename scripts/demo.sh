@@ -119,7 +119,11 @@ run_system() {
   done
 }
 export OMP_NUM_THREADS=1
-trap 'kill $(jobs -p) 2> /dev/null || true' EXIT  # no system left training after a failure
+# Each system in its own process group, so that a failure or an interrupt stops every
+# system's training and translation, not only the shells that started them.
+set -m
+stop_systems() { local group; for group in $(jobs -p); do kill -- "-$group" 2> /dev/null || true; done; }
+trap stop_systems EXIT
 pl_log "training and translating ${#ARCHS[@]} systems, $THREADS at a time"
 running=0
 for arch in "${ARCHS[@]}"; do
