@@ -63,14 +63,14 @@ def measure(arch, options, device):
         loss.backward()
         optimizer.step()
 
-    search = SequenceGenerator([model.eval()], dictionary, beam_size=options.beam,
+    search = SequenceGenerator([model], dictionary, beam_size=options.beam,
                                max_len_a=0, max_len_b=options.length, min_len=options.length)
     lengths = torch.full((options.batch,), options.length, device=device)
     sample = {"net_input": {"src_tokens": src, "src_lengths": lengths}}
 
-    def decode():
-        with torch.no_grad():
-            search.generate([model], sample)
+    def decode():  # generate() runs under no_grad; train_step() left the model in train mode
+        model.eval()
+        search.generate([model], sample)
 
     return {
         "parameters": count_parameters(model),
