@@ -101,14 +101,7 @@ def evaluate_by_length(
     )
     members = bucket_members(lengths, buckets)
     groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
-    cells = []
-    for bucket, indices in groups:
-        results = scoring.results(indices)
-        cells += [
-            Cell(name, bucket, len(indices), results[name],
-                 length_ratio(stats["bleu"][name], indices) if "bleu" in stats and indices else None)
-            for name in names
-        ]
+    cells = [cell for bucket, indices in groups for cell in scoring.cells(bucket, indices)]
 
     resampling = {"seed": seed, "bs": n_bootstrap or None}
     if paired_test == "ar":
@@ -149,16 +142,20 @@ class _SubsetScoring:
             for metric in scorers
         }
 
-    def results(self, indices: List[int]) -> Dict[str, Dict[str, MetricResult]]:
-        """``results[system][metric]`` on the sentences ``indices``."""
+    def cells(self, bucket: Optional[Bucket], indices: List[int]) -> List[Cell]:
+        """Every system's cell on the sentences ``indices``."""
         if not indices:
-            return {name: {metric: MetricResult(None) for metric in self.scorers}
-                    for name in self.names}
-        results = {
+            return [Cell(name, bucket, 0, {metric: MetricResult(None) for metric in self.scorers})
+                    for name in self.names]
+        corpus = {
             name: {
-                metric: MetricResult(corpus_score(scorer, self.stats[metric][name], indices))
+                metric: corpus_score(scorer, self.stats[metric][name], indices)
                 for metric, scorer in self.scorers.items()
             }
+            for name in self.names
+        }
+        results = {
+            name: {metric: MetricResult(score.score) for metric, score in corpus[name].items()}
             for name in self.names
         }
         if self.n_bootstrap > 0:
@@ -186,7 +183,11 @@ class _SubsetScoring:
                         abs(result.score - results[self.baseline][metric].score),
                         self.ar_trials, self.seed,
                     )
-        return results
+        return [
+            Cell(name, bucket, len(indices), results[name],
+                 length_ratio(corpus[name]["bleu"]) if "bleu" in corpus[name] else None)
+            for name in self.names
+        ]
 
     def _bootstrap_scores(self, indices: List[int]) -> Dict[str, Dict[str, List[float]]]:
         """``scores[metric][system]`` of the bootstrap resamples; all systems and metrics

@@ -18,16 +18,20 @@ class InputError(ValueError):
     """A problem with what the user passed in; the message is a single line."""
 
 
+def existing_file(path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such file: {path}")
+    return path
+
+
 def read_lines(path) -> List[str]:
     """The file's lines without their newline characters.
 
     Only ``\\n`` ends a line (as in sacrebleu), so a stray carriage return or Unicode line
     separator inside a sentence cannot shift the alignment with the other files.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no such file: {path}")
-    data = path.read_bytes()
+    data = existing_file(path).read_bytes()
     if not data.strip():
         raise InputError(f"empty file: {path}")
     try:

@@ -4,10 +4,9 @@ The study counts subword tokens of the segmented source.  Given already segmente
 whitespace tokens are those subwords; raw text can be segmented here with the BPE codes
 (subword-nmt) or the SentencePiece model the system was trained with.
 """
-from pathlib import Path
 from typing import List, Sequence
 
-from .io import InputError
+from .io import InputError, existing_file
 
 
 def whitespace_lengths(lines: Sequence[str]) -> List[int]:
@@ -18,7 +17,7 @@ def bpe_lengths(lines: Sequence[str], codes_path) -> List[int]:
     """Subword count after applying subword-nmt BPE codes to whitespace-tokenized text."""
     from subword_nmt.apply_bpe import BPE
 
-    codes_path = _existing_file(codes_path)
+    codes_path = existing_file(codes_path)
     try:
         with open(codes_path, encoding="utf-8") as codes:
             bpe = BPE(codes)
@@ -31,16 +30,9 @@ def sentencepiece_lengths(lines: Sequence[str], model_path) -> List[int]:
     """Number of SentencePiece pieces of each raw sentence."""
     import sentencepiece
 
-    model_path = _existing_file(model_path)
+    model_path = existing_file(model_path)
     try:
         processor = sentencepiece.SentencePieceProcessor(model_file=str(model_path))
     except (OSError, RuntimeError) as err:
         raise InputError(f"cannot load SentencePiece model {model_path}: {err}") from None
     return [len(pieces) for pieces in processor.encode(list(lines), out_type=str)]
-
-
-def _existing_file(path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no such file: {path}")
-    return path

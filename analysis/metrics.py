@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU, CHRF, TER
-from sacrebleu.metrics.base import Metric
+from sacrebleu.metrics.base import Metric, Score
+from sacrebleu.metrics.bleu import BLEUScore
 
 from .io import InputError
 
@@ -125,18 +126,15 @@ def _chunk_statistics(task) -> Dict[str, List[list]]:
     }
 
 
-def corpus_score(metric: Metric, stats: Sequence[list], indices: Sequence[int]) -> float:
+def corpus_score(metric: Metric, stats: Sequence[list], indices: Sequence[int]) -> Score:
     """sacrebleu's corpus score of the sentences ``indices`` (its own sum and formula)."""
-    return metric._aggregate_and_compute([stats[i] for i in indices]).score
+    return metric._aggregate_and_compute([stats[i] for i in indices])
 
 
-def length_ratio(bleu_stats: Sequence[list], indices: Sequence[int]) -> float:
-    """Hypothesis length over reference length of the sentences ``indices``, in BLEU's
-    tokens (sacrebleu's BLEU ``ratio``: its statistics start with those two lengths; with
-    several references, the closest reference length of each sentence)."""
-    hypothesis_tokens = sum(bleu_stats[i][0] for i in indices)
-    reference_tokens = sum(bleu_stats[i][1] for i in indices)
-    return hypothesis_tokens / reference_tokens if reference_tokens else math.nan
+def length_ratio(bleu: BLEUScore) -> float:
+    """Hypothesis length over reference length, in BLEU's tokens (sacrebleu's BLEU ratio;
+    with several references, the closest reference length of each sentence)."""
+    return bleu.sys_len / bleu.ref_len if bleu.ref_len else math.nan
 
 
 def scores_from_sums(metric: Metric, summed_stats) -> List[float]:

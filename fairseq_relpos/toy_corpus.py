@@ -47,6 +47,7 @@ Python guarantees that sequence alone across versions, so a seed gives byte-iden
 files on every Python from 3.8 on.
 """
 import argparse
+import itertools
 import os
 import random
 import sys
@@ -183,35 +184,24 @@ def _invent_target_stem(rng: random.Random) -> str:
     return stem + _choose(rng, TARGET_ONSETS) + _choose(rng, TARGET_VOWELS) + _choose(rng, TARGET_CODAS)
 
 
+def _paradigm(stem: str, *suffix_tables: Dict[str, str]) -> Dict[Tuple[str, ...], str]:
+    """Every combination of one feature from each table: the features, and the stem with
+    their suffixes in table order."""
+    return {
+        tuple(feature for feature, _ in combination): stem + "".join(suffix for _, suffix in combination)
+        for combination in itertools.product(*(table.items() for table in suffix_tables))
+    }
+
+
 def _source_inflections(word_class: str, stem: str) -> Dict[Tuple[str, ...], str]:
     if word_class == "noun":
-        return {
-            (number, definiteness, case): stem
-            + SOURCE_NUMBER_SUFFIX[number]
-            + SOURCE_DEFINITENESS_SUFFIX[definiteness]
-            + SOURCE_CASE_SUFFIX[case]
-            for number in NUMBERS
-            for definiteness in DEFINITENESS
-            for case in CASES
-        }
+        return _paradigm(stem, SOURCE_NUMBER_SUFFIX, SOURCE_DEFINITENESS_SUFFIX, SOURCE_CASE_SUFFIX)
     if word_class == "adjective":
-        return {(number,): stem + SOURCE_NUMBER_SUFFIX[number] for number in NUMBERS}
+        return _paradigm(stem, SOURCE_NUMBER_SUFFIX)
     if word_class == "transitive_verb":
-        return {
-            (tense, polarity, role): stem
-            + SOURCE_TENSE_SUFFIX[tense]
-            + SOURCE_POLARITY_SUFFIX[polarity]
-            + SOURCE_VERB_ROLE_SUFFIX[role]
-            for tense in TENSES
-            for polarity in POLARITIES
-            for role in VERB_ROLES
-        }
+        return _paradigm(stem, SOURCE_TENSE_SUFFIX, SOURCE_POLARITY_SUFFIX, SOURCE_VERB_ROLE_SUFFIX)
     if word_class == "intransitive_verb":
-        return {
-            (tense, polarity): stem + SOURCE_TENSE_SUFFIX[tense] + SOURCE_POLARITY_SUFFIX[polarity]
-            for tense in TENSES
-            for polarity in POLARITIES
-        }
+        return _paradigm(stem, SOURCE_TENSE_SUFFIX, SOURCE_POLARITY_SUFFIX)
     if word_class == "adverb":
         return {(): stem + SOURCE_ADVERB_SUFFIX}
     raise ValueError(f"unknown word class {word_class!r}")
@@ -227,11 +217,7 @@ def _target_inflections(word_class: str, stem: str, gender: str) -> Dict[Tuple[s
             for number in NUMBERS
         }
     if word_class in ("transitive_verb", "intransitive_verb"):
-        return {
-            (tense, person): stem + TARGET_TENSE_SUFFIX[tense] + TARGET_PERSON_SUFFIX[person]
-            for tense in TENSES
-            for person in PERSONS
-        }
+        return _paradigm(stem, TARGET_TENSE_SUFFIX, TARGET_PERSON_SUFFIX)
     if word_class == "adverb":
         return {(): stem + TARGET_ADVERB_SUFFIX}
     raise ValueError(f"unknown word class {word_class!r}")

@@ -35,7 +35,6 @@
 # are recorded in WORK/config.env and cannot change in an existing WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
-case "${1:-}" in -h|--help) pl_help "$0"; exit 0 ;; esac
 
 PAIR=de-en SRC=de TGT=en
 TEXTPROC=moses SEG=bpe DEFAULT_SEG_SIZE=50000

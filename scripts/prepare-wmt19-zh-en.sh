@@ -39,7 +39,6 @@
 # Re-running skips completed steps; see prepare-wmt19-de-en.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
-case "${1:-}" in -h|--help) pl_help "$0"; exit 0 ;; esac
 
 PAIR=zh-en SRC=zh TGT=en
 TEXTPROC=normalize SEG=spm DEFAULT_SEG_SIZE=32000

@@ -115,7 +115,7 @@ fi
 NGPU=0
 if [[ "$DRY_RUN" == 1 ]]; then
   NGPU=${GPUS:-1}
-elif command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1; then
+elif pl_gpu_listed; then
   NGPU=$(python -c "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)" 2>/dev/null) ||
     pl_die "could not query torch for GPUs (is the environment set up?)"
 fi

@@ -79,7 +79,7 @@ DEVICE_ARGS=()
 # fairseq-generate uses a GPU when torch sees one, else the CPU.  On CPU: one intra-op thread
 # unless OMP_NUM_THREADS says otherwise (see train.sh).
 [[ "$CPU" == 1 ]] && DEVICE_ARGS=(--cpu)
-if [[ "$CPU" == 1 ]] || ! { command -v nvidia-smi && nvidia-smi -L; } > /dev/null 2>&1; then
+if [[ "$CPU" == 1 ]] || ! pl_gpu_listed; then
   export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 fi
 

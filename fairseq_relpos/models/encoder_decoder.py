@@ -58,7 +58,6 @@ class _PositionedStack:
 
     def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_relative_position,
                      max_positions, embed_tokens, causal):
-        self.spec = spec
         context = PositionContext(
             embed_dim=side_cfg.embed_dim,
             num_heads=side_cfg.attention_heads,

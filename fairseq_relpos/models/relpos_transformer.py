@@ -26,6 +26,9 @@ UNSUPPORTED_OPTIONS = {
     "encoder_layers_to_keep": None,
     "decoder_layers_to_keep": None,
     "tie_adaptive_weights": None,
+    "quant_noise_pq": None,
+    "encoder_embed_path": None,
+    "decoder_embed_path": None,
 }
 
 
@@ -106,11 +109,6 @@ def _reject_unsupported(args):
             flag = "--" + option.replace("_", "-")
             hint = f"; use {instead}" if instead else ""
             raise ValueError(f"relpos_transformer does not support {flag}{hint}")
-    if getattr(args, "quant_noise_pq", 0):
-        raise ValueError("relpos_transformer does not support --quant-noise-pq")
-    for side in ("encoder", "decoder"):
-        if getattr(args, f"{side}_embed_path", None):
-            raise ValueError(f"relpos_transformer does not support --{side}-embed-path")
     output_dim = getattr(args, "decoder_output_dim", args.decoder_embed_dim)
     if output_dim != args.decoder_embed_dim:
         raise ValueError("relpos_transformer needs --decoder-output-dim equal to --decoder-embed-dim")

@@ -99,7 +99,7 @@ class RelPosSelfAttention(nn.Module):
 
     def _additive_mask(self, q_start, q_len, k_len, key_padding_mask, dtype, device) -> Optional[Tensor]:
         blocked = None  # B|1 x 1 x Tq x Tk, True where a query may not look
-        if self.causal and k_len > 1:
+        if self.causal and q_len > 1:  # a single query is the last one: it sees every key
             queries = torch.arange(q_start, q_start + q_len, device=device).unsqueeze(1)
             blocked = (torch.arange(k_len, device=device).unsqueeze(0) > queries)[None, None]
         if key_padding_mask is not None:

@@ -12,6 +12,7 @@ Self-attention numbers its keys ``0 … k_len-1`` and its queries
 ``q_start = 0``; an incremental decoding step that adds ``q_len`` tokens to a cache of
 ``q_start`` keys has the same numbering, so a scheme never needs to know which case it is in.
 """
+import functools
 import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -108,6 +109,9 @@ def sinusoids(positions: Tensor, dim: int, spectrum_dim: Optional[int] = None) -
     return interleaved[..., :dim]
 
 
+# Every layer of a pass, and both the key and the value term of a layer, read the same index
+# (never written to), so it is built once per (step, shape, device).
+@functools.lru_cache(maxsize=32)
 def relative_distance_index(
     q_start: int, q_len: int, k_len: int, max_distance: int, causal: bool, device
 ) -> Tensor:

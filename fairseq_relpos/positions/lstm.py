@@ -39,7 +39,7 @@ class LSTMPositions(InputPositions):
     def _run_packed(self, x, padding_mask, state):
         # Move each row's tokens to the front (stable, so their order is kept), pack, run,
         # then put the outputs back where the tokens came from.
-        bsz, seq_len, _ = x.shape
+        seq_len = x.size(1)
         order = torch.sort(padding_mask.long(), dim=1, stable=True).indices  # B x T
         lengths = (~padding_mask).sum(dim=1)
         gather = order.unsqueeze(-1).expand_as(x)

@@ -91,8 +91,6 @@ def main(argv=None):
             run_preprocess(argv)
     finally:
         shutil.rmtree(split_dir, ignore_errors=True)
-    with open(os.path.join(tmp, "shards.txt"), "w") as f:
-        f.write(f"{a.shards}\n")
     if os.path.exists(final):
         shutil.rmtree(final)
     os.replace(tmp, final)

@@ -417,16 +417,12 @@ def _raw_lines(path):
             yield x.decode("utf-8", errors="replace")
 
 
-def _read_lines(path):
-    return map(clean_line, _raw_lines(path))
-
-
 def _extract_corpus(spec, name, src, tgt, search, raw_dir, writer, offline, pair, dirs):
     # 1. plain text pair
     found = find_pair(search, spec.get("plain", []))
     if found:
         log(f"{name}: plain text {found[0]} / {found[1]}")
-        write_parallel(writer, _read_lines(found[0]), _read_lines(found[1]), name)
+        write_parallel(writer, _raw_lines(found[0]), _raw_lines(found[1]), name)
         return writer.n
     # 2. CWMT: a tree or the sub-corpus zips
     if spec.get("cwmt"):
@@ -437,7 +433,7 @@ def _extract_corpus(spec, name, src, tgt, search, raw_dir, writer, offline, pair
         if pairs:
             for ps, pt in pairs:
                 log(f"{name}: {ps} / {pt}")
-                write_parallel(writer, _read_lines(ps), _read_lines(pt), ps)
+                write_parallel(writer, _raw_lines(ps), _raw_lines(pt), ps)
             return writer.n
         if zips:
             for z in zips:
@@ -448,8 +444,7 @@ def _extract_corpus(spec, name, src, tgt, search, raw_dir, writer, offline, pair
                         if m and f"{m.group(1)}_en.txt" in names:
                             with zf.open(n_src) as a, zf.open(f"{m.group(1)}_en.txt") as b:
                                 log(f"{name}: {z}:{n_src}")
-                                write_parallel(writer, map(clean_line, iter_lines(a)),
-                                               map(clean_line, iter_lines(b)), n_src)
+                                write_parallel(writer, iter_lines(a), iter_lines(b), n_src)
             return writer.n
         missing(pair, name, spec, dirs, offline)
     # 3. the archive as distributed (local, earlier download, or download now)
@@ -482,7 +477,7 @@ def _extract_corpus(spec, name, src, tgt, search, raw_dir, writer, offline, pair
     got = archive_members(path, [ms, mt], os.path.join(raw_dir, os.path.basename(archive) + ".d"))
     if ms not in got or mt not in got:
         raise SystemExit(f"error: {path} does not contain {ms} and {mt}; is it the right archive?")
-    write_parallel(writer, _read_lines(got[ms]), _read_lines(got[mt]), path)
+    write_parallel(writer, _raw_lines(got[ms]), _raw_lines(got[mt]), path)
     return writer.n
 
 
@@ -557,7 +552,7 @@ def extract_testset(pair, name, dirs, raw_dir, prefix, offline):
               f"to download it)", file=sys.stderr)
         raise SystemExit(EXIT_MISSING)
     kind, (ps, pt) = hit
-    read = sgm_lines if kind == "sgm" else _read_lines
+    read = sgm_lines if kind == "sgm" else _raw_lines
     writer = PairWriter(prefix, src, tgt)
     try:
         write_parallel(writer, read(ps), read(pt), name)

@@ -46,6 +46,9 @@ pl_run() {
 
 pl_py() { python "$PL_LIB/$1" "${@:2}"; }
 
+# Whether nvidia-smi lists a GPU (asked before starting Python, which is slow to start).
+pl_gpu_listed() { command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1; }
+
 pl_lines() { wc -l < "$1" | tr -d ' '; }
 
 # pl_same_lines A B [WHAT]: die unless A and B have the same number of lines.
@@ -77,8 +80,7 @@ pl_step() {
 
 # Remove what failed runs left under temporary names (NAME.tmp.PID, NAME.part stays: resumable).
 pl_clean_tmp() {
-  find "$1" \( -name '*.tmp.[0-9]*' -o -name '*.tmp[0-9]*.model' -o -name '*.tmp[0-9]*.vocab' \) \
-    -prune -exec rm -rf {} + 2>/dev/null || true
+  find "$1" -name '*.tmp.[0-9]*' -prune -exec rm -rf {} + 2>/dev/null || true
 }
 
 # One run at a time per work directory.
@@ -496,9 +498,11 @@ pl_smoke_standin() {
 
 pl_recipe_prep_dir() { echo "$WORK_ROOT/wmt19-$1"; }
 
-# pl_recipe_prepare PAIR LENS(comma list) SETS(comma list): data + test sets for a pair.
+# pl_recipe_prepare PAIR LENS(comma list) SETS(comma list): data + test sets for a pair;
+# starts a new list of SYSTEMS.
 pl_recipe_prepare() {
   local pair=$1 lens=$2 sets=$3 prep args=() d spec len
+  SYSTEMS=()  # the systems of the report that follows
   prep=$(pl_recipe_prep_dir "$pair")
   for spec in "${EXTRA_SYSTEMS[@]}"; do  # length limits that --system asks for
     len=${spec##*@}
@@ -521,11 +525,10 @@ pl_recipe_prepare() {
   pl_run bash "$PL_SCRIPTS/build-test-sets.sh" --work-dir "$prep" --sets "$sets"
 }
 
-# pl_recipe_system PAIR LABEL ARCH LEN SET...: train (if needed) and translate the sets.
-# Appends "LABEL=hypotheses" to SYSTEMS_<SET> (a bash array per test set).
+# pl_recipe_system PAIR LABEL ARCH LEN SET: train (if needed) and translate SET.
+# Appends "LABEL=translation directory" to SYSTEMS, the systems of the next report.
 pl_recipe_system() {
-  local pair=$1 label=$2 arch=$3 len=$4 prep save set targs=() xargs=()
-  shift 4
+  local pair=$1 label=$2 arch=$3 len=$4 set=$5 prep save targs=() xargs=()
   prep=$(pl_recipe_prep_dir "$pair")
   [[ -n "${RELPOS_ARCH_OVERRIDE:-}" ]] && arch=$RELPOS_ARCH_OVERRIDE
   save="$RUNS_ROOT/wmt19-$pair/$arch-len$len"
@@ -534,25 +537,23 @@ pl_recipe_system() {
   pl_log "system $label: --arch $arch, training data max length $len -> $save"
   pl_run bash "$PL_SCRIPTS/train.sh" --data "$prep/data-bin/len$len" --arch "$arch" \
     --save-dir "$save" "${targs[@]}"
-  for set in "$@"; do
-    pl_run bash "$PL_SCRIPTS/translate.sh" --checkpoint "$save/checkpoint_best.pt" \
-      --testset "$prep/testsets/$set" --out-dir "$save/$set" "${xargs[@]}"
-    eval "SYSTEMS_${set}+=(\"\$label=\$save/\$set\")"
-  done
+  pl_run bash "$PL_SCRIPTS/translate.sh" --checkpoint "$save/checkpoint_best.pt" \
+    --testset "$prep/testsets/$set" --out-dir "$save/$set" "${xargs[@]}"
+  SYSTEMS+=("$label=$save/$set")
 }
 
 # Extra systems from --system LABEL=ARCH@LEN (e.g. --system "T5@100=transformer_t5@100").
 pl_recipe_extra_systems() {
-  local pair=$1 spec label rest arch len; shift
+  local pair=$1 set=$2 spec label rest arch len
   for spec in "${EXTRA_SYSTEMS[@]}"; do
     label=${spec%%=*}; rest=${spec#*=}; arch=${rest%@*}; len=${rest##*@}
     [[ "$spec" == *=*@* && -n "$label" && -n "$arch" && "$len" =~ ^[0-9]+$ ]] ||
       pl_die "--system wants LABEL=ARCH@MAXLEN, got '$spec'"
-    pl_recipe_system "$pair" "$label" "$arch" "$len" "$@"
+    pl_recipe_system "$pair" "$label" "$arch" "$len" "$set"
   done
 }
 
-# pl_recipe_report NAME PAIR SET BASELINE: the analysis report over SYSTEMS_<SET>.
+# pl_recipe_report NAME PAIR SET BASELINE: the analysis report over SYSTEMS.
 # Scored with sacreBLEU's 13a tokenization of the detokenized output against the raw
 # references (REPORT_TOKENIZE=none: the Moses-tokenized output against the Moses-tokenized
 # references, the study's "BLEU on tokenized text"; meaningful for De->En).
@@ -564,8 +565,7 @@ pl_recipe_report() {
   tok=${REPORT_TOKENIZE:-13a}
   hyp=hyp.txt ref="$prep/testsets/$set/raw.$tgt"
   [[ "$tok" == none ]] && { hyp=hyp.tok; ref="$prep/testsets/$set/tok.$tgt"; }
-  eval "local systems=(\"\${SYSTEMS_${set}[@]}\")"
-  for s in "${systems[@]}"; do args+=(--system "$s/$hyp"); done
+  for s in "${SYSTEMS[@]}"; do args+=(--system "$s/$hyp"); done
   [[ "$SMOKE" == 1 ]] && args+=(--bootstrap 50)
   if [[ -n "${REPORT_EXTRA_ARGS:-}" ]]; then read -r -a _rextra <<< "$REPORT_EXTRA_ARGS"; args+=("${_rextra[@]}"); fi
   if [[ "${SKIP_REPORT:-0}" == 1 ]]; then

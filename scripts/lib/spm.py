@@ -21,7 +21,7 @@ CHUNK = 100_000
 
 
 def train(a):
-    tmp_prefix = f"{a.model_prefix}.tmp{os.getpid()}"
+    tmp_prefix = f"{a.model_prefix}.tmp.{os.getpid()}"
     vocab_size = a.vocab_size
     while True:
         try:

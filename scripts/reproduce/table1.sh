@@ -28,14 +28,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
 pl_recipe_cli "$@"
 
-SYSTEMS_newstest2018=()
 pl_recipe_prepare de-en 100 newstest2018
 pl_recipe_system de-en Absolute transformer_abs 100 newstest2018
 pl_recipe_system de-en Relative transformer_rel 100 newstest2018
 pl_recipe_extra_systems de-en newstest2018
 pl_recipe_report table1-de-en de-en newstest2018 Absolute
 
-SYSTEMS_newstest2019=()
 pl_recipe_prepare zh-en 100 newstest2019
 pl_recipe_system zh-en Absolute transformer_abs 100 newstest2019
 pl_recipe_system zh-en Relative transformer_rel 100 newstest2019

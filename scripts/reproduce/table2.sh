@@ -16,7 +16,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
 pl_recipe_cli "$@"
 
-SYSTEMS_newstest_all=()
 pl_recipe_prepare de-en 100,75 newstest_all
 pl_recipe_system de-en Absolute@100 transformer_abs 100 newstest_all
 pl_recipe_system de-en Relative@100 transformer_rel 100 newstest_all

@@ -17,7 +17,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
 pl_recipe_cli "$@"
 
-SYSTEMS_concat_seq=()
 pl_recipe_prepare de-en 100 concat_seq
 pl_recipe_system de-en Relative transformer_rel 100 concat_seq
 pl_recipe_system de-en "Relative sinusoidal" transformer_rel_sin 100 concat_seq
