@@ -8,6 +8,7 @@ Use it as a fairseq plugin (``--user-dir fairseq_relpos``) or import it for the 
 import fairseq_relpos_compat  # noqa: F401  (fixes must precede fairseq's import)
 
 from .models.relpos_transformer import (
+    ARCHITECTURES,
     STUDY_ARCHITECTURES,
     RelPosTransformerModel,
     build_standalone_model,
@@ -16,6 +17,7 @@ from .models.relpos_transformer import (
 from .positions import PositionSpec, register_scheme, scheme_names
 
 __all__ = [
+    "ARCHITECTURES",
     "RelPosTransformerModel",
     "STUDY_ARCHITECTURES",
     "build_standalone_model",

@@ -1,14 +1,20 @@
-"""Invariants 2-5 of SPEC §2 for every architecture, on tiny in-process models."""
+"""Invariants 2-5 (docs/positions.md) for every architecture, on tiny in-process models."""
+import argparse
+from types import SimpleNamespace
+
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from fairseq_relpos import STUDY_ARCHITECTURES, count_parameters
+from fairseq_relpos import ARCHITECTURES, RelPosTransformerModel, count_parameters
+from fairseq_relpos.positions.base import TableTooShort
 
-from conftest import build_tiny_model, tiny_dictionary
+from fairseq_relpos import STUDY_ARCHITECTURES as STUDY_ARCHS
 
-ARCHS = sorted(STUDY_ARCHITECTURES)
+from conftest import REPO_ROOT, build_tiny_model, tiny_dictionary
+
+ARCHS = sorted(ARCHITECTURES)
 ATOL = 1e-5
 
 
@@ -119,11 +125,17 @@ def test_outputs_do_not_depend_on_the_rest_of_the_batch(arch, dictionary):
             torch.testing.assert_close(batch_logits[row, :alone_prev.size(1)], alone_logits[0], atol=ATOL, rtol=1e-4)
 
 
-@pytest.mark.parametrize("arch", [a for a in ARCHS if a != "transformer_abs_learned"])
+@pytest.mark.parametrize("arch", ARCHS)
 def test_lengths_far_beyond_the_position_capacity(arch, dictionary):
+    """Invariant 4: a scheme extrapolates, or its table refuses clearly and fairseq is told
+    the limit (so that fairseq-generate refuses such inputs before running)."""
     model = build_tiny_model(arch, dictionary, max_source_positions=16, max_target_positions=16)
     src = random_tokens(dictionary, [60], left_pad=True)
     prev = decoder_input(dictionary, random_tokens(dictionary, [70], left_pad=False))
+    if model.max_positions() == (16, 16):
+        with pytest.raises(TableTooShort, match=r"\(encoder\): .* exceeds its table .*--max-source-positions"):
+            encode(model, src)
+        return
     with torch.no_grad():
         logits, _ = model(src, None, prev)
     assert torch.isfinite(logits).all()
@@ -134,7 +146,7 @@ def test_learned_positions_refuse_longer_inputs(dictionary):
     model = build_tiny_model("transformer_abs_learned", dictionary, max_source_positions=16, max_target_positions=16)
     assert model.max_positions() == (16, 16)
     src = random_tokens(dictionary, [20], left_pad=True)
-    with pytest.raises(ValueError, match="abs_learned: a sequence of 20 tokens exceeds .* 16 positions"):
+    with pytest.raises(ValueError, match="abs_learned .*: a sequence of 20 tokens exceeds its table of 16 positions"):
         encode(model, src)
 
 
@@ -163,9 +175,13 @@ class ShapeRecorder(TorchDispatchMode):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_no_pairwise_vector_tensor(arch, dictionary):
-    """Shaw §3.3: nothing of size B x H x n x n x d_head is ever materialised."""
+    """Shaw §3.3: nothing of size B x H x n x n x d_head is ever materialised; a scheme that
+    cannot avoid it (it says so by a chunk budget) stays within that budget."""
     model = build_tiny_model(arch, dictionary)
     n, heads, head_dim = 40, 4, 8
+    for module in model.modules():
+        if hasattr(module, "pairwise_chunk_elements"):
+            module.pairwise_chunk_elements = 2 * heads * n * n  # as small as the n x n logits
     src = random_tokens(dictionary, [n, n], left_pad=True)
     prev = decoder_input(dictionary, random_tokens(dictionary, [n, n], left_pad=False))
     with torch.no_grad(), ShapeRecorder() as recorder:
@@ -190,25 +206,82 @@ def test_a_decoding_step_computes_only_its_new_rows(arch, dictionary):
     assert not quadratic
 
 
-def test_study_parameter_counts():
-    """Transformer-base sizes (SPEC §3) with a 1000-word vocabulary on each side: the
-    position schemes differ only by their own tables."""
+def test_parameter_counts():
+    """Transformer-base sizes with a 1000-word vocabulary on each side: every architecture
+    differs from transformer_abs by its position parameters only, derived here by hand
+    (docs/positions.md)."""
     dictionary = tiny_dictionary(1000 - 4)
     base = dict(encoder_layers=6, decoder_layers=6, encoder_embed_dim=512, decoder_embed_dim=512,
                 encoder_ffn_embed_dim=2048, decoder_ffn_embed_dim=2048,
                 encoder_attention_heads=8, decoder_attention_heads=8, max_relative_position=16)
     counts = {arch: count_parameters(build_tiny_model(arch, dictionary, **base)) for arch in ARCHS}
-    head_dim, k, layers = 64, 16, 6
-    shaw_table = lambda rows: rows * head_dim  # noqa: E731
-    encoder_tables, decoder_tables = layers * shaw_table(2 * k + 1), layers * shaw_table(k + 1)
-    absolute = counts["transformer_abs"]
-    assert counts["transformer_nope"] == absolute
-    assert counts["transformer_rel_sin"] == absolute
-    assert counts["transformer_rel"] == absolute + 2 * (encoder_tables + decoder_tables)
-    assert counts["transformer_rel_abs"] == counts["transformer_rel"]
-    assert counts["transformer_rel_k"] == absolute + encoder_tables + decoder_tables
-    assert counts["transformer_rel_v"] == counts["transformer_rel_k"]
-    assert counts["transformer_abs_learned"] == absolute + 2 * 1024 * 512
+    d, heads, head_dim, k, layers, n = 512, 8, 64, 16, 6, 1024
+    both_stacks = lambda encoder_layer, decoder_layer: layers * (encoder_layer + decoder_layer)  # noqa: E731
+    shaw_table = both_stacks((2 * k + 1) * head_dim, (k + 1) * head_dim)  # one table per layer
+    distance_scalars = both_stacks(heads * (2 * n - 1), heads * n)  # signed distances, causal decoder
+    distance_vectors = distance_scalars * head_dim
     lstm_encoder = 4 * (256 * 512 + 256 * 256 + 2 * 256) * 2  # two directions, 256 units each
     lstm_decoder = 4 * (512 * 512 + 512 * 512 + 2 * 512)
-    assert counts["transformer_lstm_pos"] == absolute + lstm_encoder + lstm_decoder
+    position_parameters = {
+        "transformer_abs": 0,
+        "transformer_nope": 0,
+        "transformer_rel_sin": 0,
+        "transformer_shape": 0,
+        "transformer_alibi": 0,
+        "transformer_rope": 0,
+        "transformer_rel": 2 * shaw_table,
+        "transformer_rel_abs": 2 * shaw_table,
+        "transformer_rel_k": shaw_table,
+        "transformer_rel_v": shaw_table,
+        "transformer_abs_learned": 2 * n * d,
+        "transformer_lstm_pos": lstm_encoder + lstm_decoder,
+        "transformer_t5": 2 * 32 * heads,  # one buckets x heads table per stack
+        "transformer_xl": both_stacks(d * d + 2 * heads * head_dim, d * d + 2 * heads * head_dim),
+        "transformer_rel_scalar": distance_scalars,
+        "transformer_abs_scalar": both_stacks(heads * n * head_dim, heads * n * head_dim),
+        "transformer_huang1": both_stacks(heads * n, heads * n),  # |j - i| in 0 … n-1
+        "transformer_huang2": distance_scalars,
+        "transformer_huang3": distance_vectors,
+        "transformer_huang4": distance_vectors,
+    }
+    assert set(position_parameters) == set(ARCHS)
+    absolute = counts["transformer_abs"]
+    assert {arch: count - absolute for arch, count in counts.items()} == position_parameters
+
+
+def test_explicit_position_options_are_honoured_or_refused(dictionary):
+    with pytest.raises(ValueError, match="--max-relative-position must be >= 1, got 0"):
+        build_tiny_model("transformer_rel", dictionary, max_relative_position=0)
+    with pytest.raises(ValueError, match="--encoder-pos: empty position spec"):
+        build_tiny_model("transformer_rel", dictionary, encoder_pos="")
+    model = build_tiny_model("transformer_rel", dictionary, max_relative_position=5)
+    assert model.encoder.layers[0].self_attn.positions.settings.k == 5
+    model = build_tiny_model("relpos_transformer", dictionary, encoder_pos="rope+alibi", decoder_pos="t5:buckets=8")
+    assert str(model.decoder.layers[0].self_attn.positions.settings.buckets) == "8"
+
+
+def test_checkpoints_of_the_first_scheme_interface_load_and_translate_identically():
+    """tests/data/v1_models.pt holds tiny models of every study architecture as the first
+    scheme interface built them (their saved arguments, state dict and outputs on a fixed
+    batch): today's code must load them strictly and compute the same outputs."""
+    frozen = torch.load(REPO_ROOT / "tests/data/v1_models.pt", weights_only=False)
+    dictionary = tiny_dictionary()
+    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
+    assert set(frozen["models"]) == set(STUDY_ARCHS)
+    for arch, saved in frozen["models"].items():
+        model = RelPosTransformerModel.build_model(argparse.Namespace(**saved["args"]), task).eval()
+        model.load_state_dict(saved["state_dict"], strict=True)
+        with torch.no_grad():
+            logits, _ = model(frozen["src"], None, frozen["prev"])
+        torch.testing.assert_close(logits, saved["logits"], atol=1e-6, rtol=1e-6, msg=arch)
+
+
+def test_a_model_trains_after_inference_mode_decoding(dictionary):
+    """Nothing built under torch.inference_mode() (as fairseq-generate runs) is reused later."""
+    model = build_tiny_model("transformer_rel", dictionary)
+    src = random_tokens(dictionary, [7, 4], left_pad=True)
+    tgt = random_tokens(dictionary, [6, 6], left_pad=False, seed=1)
+    with torch.inference_mode():
+        model(src, None, decoder_input(dictionary, tgt))
+    logits, _ = model.train()(src, None, decoder_input(dictionary, tgt))
+    logits.sum().backward()

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from ..modules.layers import RelPosDecoderLayer, RelPosEncoderLayer
 from ..positions import PositionSpec
-from ..positions.base import IncrementalState, PositionContext
+from ..positions.base import IncrementalState, PassMemo, StackContext
 
 #: what max_positions() reports for a stack that can encode any length
 UNBOUNDED_POSITIONS = 1_000_000
@@ -20,7 +20,7 @@ UNBOUNDED_POSITIONS = 1_000_000
 class _EmbeddingFrontEnd(nn.Module):
     """Token embedding, scale, input position scheme, optional layer norm, dropout."""
 
-    def __init__(self, cfg, embed_tokens, context: PositionContext, spec: PositionSpec):
+    def __init__(self, cfg, embed_tokens, context: StackContext, spec: PositionSpec):
         super().__init__()
         self.embed_tokens = embed_tokens
         self.padding_idx = embed_tokens.padding_idx
@@ -28,10 +28,6 @@ class _EmbeddingFrontEnd(nn.Module):
         self.input_positions = spec.build_input(context)
         self.layernorm_embedding = LayerNorm(context.embed_dim) if cfg.layernorm_embedding else None
         self.dropout = FairseqDropout(cfg.dropout, module_name="EmbeddingFrontEnd")
-
-    def max_positions(self) -> int:
-        limit = self.input_positions.max_positions() if self.input_positions else None
-        return UNBOUNDED_POSITIONS if limit is None else limit
 
     def forward(self, tokens, padding_mask, start=0, incremental_state=None):
         embedded = self.embed_scale * self.embed_tokens(tokens)  # B x T x C
@@ -54,34 +50,37 @@ def _layer_stack(cfg, layerdrop, layers: List[nn.Module]) -> nn.ModuleList:
 
 class _PositionedStack:
     """What the encoder and the decoder share: the embedding front end with its input
-    scheme, a stack of layers each with its attention scheme, and the final layer norm."""
+    scheme, a stack of layers each with its attention scheme, the final layer norm, and the
+    memo through which the layers of one pass share position terms."""
 
-    def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_relative_position,
-                     max_positions, embed_tokens, causal):
-        context = PositionContext(
+    def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_positions, embed_tokens, causal):
+        context = StackContext(
             embed_dim=side_cfg.embed_dim,
             num_heads=side_cfg.attention_heads,
             num_layers=side_cfg.layers,
             causal=causal,
-            max_relative_position=max_relative_position,
             max_positions=max_positions,
         )
         self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
+        self.position_memo = PassMemo()
+        attention_schemes = spec.build_attention_layers(context)
         self.layers = _layer_stack(
             cfg, side_cfg.layerdrop,
-            [layer_class(cfg, positions) for positions in spec.build_attention_layers(context)],
+            [layer_class(cfg, positions, self.position_memo) for positions in attention_schemes],
         )
         self.layer_norm = LayerNorm(context.embed_dim) if side_cfg.normalize_before else None
+        schemes = [self.front_end.input_positions] + attention_schemes
+        limits = [scheme.max_positions() for scheme in schemes if scheme is not None]
+        self._max_positions = min([limit for limit in limits if limit is not None], default=UNBOUNDED_POSITIONS)
 
     def max_positions(self):
-        return self.front_end.max_positions()
-
+        return self._max_positions
 
 class RelPosEncoder(_PositionedStack, FairseqEncoder):
-    def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
         super().__init__(dictionary)
-        self._build_stack(cfg, cfg.encoder, RelPosEncoderLayer, spec, max_relative_position,
-                          cfg.max_source_positions, embed_tokens, causal=False)
+        self._build_stack(cfg, cfg.encoder, RelPosEncoderLayer, spec, cfg.max_source_positions,
+                          embed_tokens, causal=False)
 
     def forward(
         self,
@@ -95,10 +94,11 @@ class RelPosEncoder(_PositionedStack, FairseqEncoder):
         x = x.transpose(0, 1)  # T x B x C
         layer_padding_mask = padding_mask if padding_mask.any() else None
         states = [x] if return_all_hiddens else []
-        for layer in self.layers:
-            x = layer(x, layer_padding_mask)
-            if return_all_hiddens:
-                states.append(x)
+        with self.position_memo.open():
+            for layer in self.layers:
+                x = layer(x, layer_padding_mask)
+                if return_all_hiddens:
+                    states.append(x)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         lengths = (~padding_mask).sum(dim=1, dtype=torch.int32).reshape(-1, 1)
@@ -122,10 +122,10 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
     many tokens it has already processed and runs only the new ones.
     """
 
-    def __init__(self, cfg, spec: PositionSpec, max_relative_position, dictionary, embed_tokens):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
         super().__init__(dictionary)
-        self._build_stack(cfg, cfg.decoder, RelPosDecoderLayer, spec, max_relative_position,
-                          cfg.max_target_positions, embed_tokens, causal=True)
+        self._build_stack(cfg, cfg.decoder, RelPosDecoderLayer, spec, cfg.max_target_positions,
+                          embed_tokens, causal=True)
         embed_dim = cfg.decoder.embed_dim
         self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
         if cfg.share_decoder_input_output_embed:
@@ -178,14 +178,15 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
             alignment_layer = len(self.layers) - 1
 
         attn, inner_states = None, [x]
-        for index, layer in enumerate(self.layers):
-            x, layer_attn = layer(
-                x, source, source_padding_mask, self_attn_padding_mask, incremental_state,
-                need_head_weights=index == alignment_layer,
-            )
-            inner_states.append(x)
-            if index == alignment_layer and layer_attn is not None:
-                attn = layer_attn.float().to(x)
+        with self.position_memo.open():
+            for index, layer in enumerate(self.layers):
+                x, layer_attn = layer(
+                    x, source, source_padding_mask, self_attn_padding_mask, incremental_state,
+                    need_head_weights=index == alignment_layer,
+                )
+                inner_states.append(x)
+                if index == alignment_layer and layer_attn is not None:
+                    attn = layer_attn.float().to(x)
         if attn is not None:
             if alignment_heads is not None:
                 attn = attn[:alignment_heads]

@@ -1,5 +1,6 @@
 """The ``relpos_transformer`` model and its architectures: presets over position schemes."""
 import argparse
+import dataclasses
 import logging
 from types import SimpleNamespace
 
@@ -7,12 +8,10 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
-from ..positions import PositionSpec, scheme_names
+from ..positions import SCHEMES, PositionSpec, scheme_names, settings_help
 from .encoder_decoder import RelPosDecoder, RelPosEncoder
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_MAX_RELATIVE_POSITION = 16  # 004 and Shaw's base model
 
 #: stock transformer options this model does not implement, with what to use instead
 UNSUPPORTED_OPTIONS = {
@@ -45,25 +44,24 @@ class RelPosTransformerModel(TransformerModel):
     def add_args(parser):
         TransformerModel.add_args(parser)
         group = parser.add_argument_group("position schemes (fairseq-relpos)")
-        specs = ", ".join(scheme_names())
+        settings = "; ".join(f"{name}: {settings_help(name)}" for name in sorted(SCHEMES))
         group.add_argument(
             "--encoder-pos", metavar="SPEC",
-            help=f"encoder position scheme: one of {specs}, or INPUT+ATTENTION such as abs+shaw",
+            help=f"encoder position schemes: 'none', or NAME[:key=value,...] joined by '+' "
+                 f"(abs+shaw:k=8, rope+alibi); schemes and their settings: {settings}",
         )
-        group.add_argument("--decoder-pos", metavar="SPEC", help="decoder position scheme, as --encoder-pos")
+        group.add_argument("--decoder-pos", metavar="SPEC", help="decoder position schemes, as --encoder-pos")
         group.add_argument(
             "--max-relative-position", type=int, metavar="K",
-            help=f"clipping distance k of relative schemes (default {DEFAULT_MAX_RELATIVE_POSITION})",
+            help="clipping distance k of the shaw schemes where the spec does not set it "
+                 "(shaw:k=K does the same); default 16",
         )
 
     @classmethod
     def build_model(cls, args, task):
         relpos_base_architecture(args)
         _reject_unsupported(args)
-        if args.max_relative_position < 1:
-            raise ValueError(f"--max-relative-position must be >= 1, got {args.max_relative_position}")
-        encoder_spec = PositionSpec.parse(args.encoder_pos, "--encoder-pos")
-        decoder_spec = PositionSpec.parse(args.decoder_pos, "--decoder-pos")
+        encoder_spec, decoder_spec = position_specs(args)
         cfg = TransformerConfig.from_namespace(args)
 
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
@@ -78,15 +76,34 @@ class RelPosTransformerModel(TransformerModel):
         else:
             decoder_embed = cls.build_embedding(args, tgt_dict, cfg.decoder.embed_dim)
 
-        k = args.max_relative_position
-        encoder = RelPosEncoder(cfg, encoder_spec, k, src_dict, encoder_embed)
-        decoder = RelPosDecoder(cfg, decoder_spec, k, tgt_dict, decoder_embed)
+        encoder = RelPosEncoder(cfg, encoder_spec, src_dict, encoder_embed)
+        decoder = RelPosDecoder(cfg, decoder_spec, tgt_dict, decoder_embed)
         model = cls(args, encoder, decoder)
         logger.info(
-            "relpos_transformer: encoder %s, decoder %s, k=%d, %s parameters",
-            encoder_spec, decoder_spec, k, f"{count_parameters(model):,}",
+            "relpos_transformer: encoder %s, decoder %s, %s parameters",
+            encoder_spec, decoder_spec, f"{count_parameters(model):,}",
         )
         return model
+
+
+def position_specs(args):
+    """The encoder's and the decoder's :class:`PositionSpec` from the command line or a
+    checkpoint's arguments; ``--max-relative-position`` is the default ``k`` of the specs'
+    schemes (checkpoints before scheme settings carry it)."""
+    k = getattr(args, "max_relative_position", None)
+    if k is not None and k < 1:
+        raise ValueError(f"--max-relative-position must be >= 1, got {k}")
+    legacy = {} if k is None else {"k": k}
+    specs = (PositionSpec.parse(args.encoder_pos, "--encoder-pos", legacy),
+             PositionSpec.parse(args.decoder_pos, "--decoder-pos", legacy))
+    if k is not None and not any("k" in _field_names(name) for spec in specs for name, _ in spec.schemes):
+        logger.warning("--max-relative-position %d is not used: no scheme of --encoder-pos %s or "
+                       "--decoder-pos %s has a clipping distance k", k, *specs)
+    return specs
+
+
+def _field_names(name):
+    return {field.name for field in dataclasses.fields(SCHEMES[name].Settings)}
 
 
 def build_standalone_model(arch: str, dictionary, **options) -> "RelPosTransformerModel":
@@ -119,15 +136,22 @@ def relpos_base_architecture(args):
     """Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, dropout 0.1), embeddings not
     shared; position tables hold 1024 positions so that data filtering, not the model,
     bounds the training lengths."""
-    args.encoder_pos = getattr(args, "encoder_pos", None) or "shaw"
-    args.decoder_pos = getattr(args, "decoder_pos", None) or args.encoder_pos
-    args.max_relative_position = getattr(args, "max_relative_position", None) or DEFAULT_MAX_RELATIVE_POSITION
-    args.max_source_positions = getattr(args, "max_source_positions", None) or 1024
-    args.max_target_positions = getattr(args, "max_target_positions", None) or 1024
+    _default(args, "encoder_pos", "shaw")
+    _default(args, "decoder_pos", args.encoder_pos)
+    _default(args, "max_source_positions", 1024)
+    _default(args, "max_target_positions", 1024)
     base_architecture(args)
 
 
-#: the reference study's systems (004) and ablations: arch -> position spec for both stacks
+def _default(args, option, value):
+    """Sets ``option`` unless the command line (or the checkpoint) gave it, even as '' or 0:
+    an explicit value is honoured or refused, never replaced."""
+    if getattr(args, option, None) is None:
+        setattr(args, option, value)
+
+
+#: the reference study's systems (Rosendahl et al. 2019) and ablations: arch -> position
+#: spec of both stacks (docs/positions.md)
 STUDY_ARCHITECTURES = {
     "transformer_abs": "abs",  # Absolute
     "transformer_rel": "shaw",  # Relative
@@ -139,16 +163,31 @@ STUDY_ARCHITECTURES = {
     "transformer_nope": "none",  # no position at all
     "transformer_abs_learned": "abs_learned",  # learned absolute
 }
+#: every architecture: the study's, the other papers' methods and today's standard ones
+ARCHITECTURES = {
+    **STUDY_ARCHITECTURES,
+    "transformer_t5": "t5",  # Raffel et al. 2020
+    "transformer_alibi": "alibi",  # Press et al. 2022
+    "transformer_rope": "rope",  # Su et al. 2021
+    "transformer_xl": "xl",  # Dai et al. 2019, as Huang et al. 2020 eq. 10
+    "transformer_rel_scalar": "rel_scalar",  # Chen et al. 2021 eq. 11
+    "transformer_abs_scalar": "abs_scalar",  # Chen et al. 2021 eq. 7
+    "transformer_huang1": "huang1",  # Huang et al. 2020 methods 1-4
+    "transformer_huang2": "huang2",
+    "transformer_huang3": "huang3",
+    "transformer_huang4": "huang4",
+    "transformer_shape": "abs:shift=100",  # Kiyono et al. 2021
+}
 
 
 def _preset(spec):
     def architecture(args):
-        args.encoder_pos = getattr(args, "encoder_pos", None) or spec
-        args.decoder_pos = getattr(args, "decoder_pos", None) or spec
+        _default(args, "encoder_pos", spec)
+        _default(args, "decoder_pos", spec)
         relpos_base_architecture(args)
 
     return architecture
 
 
-for _arch, _spec in STUDY_ARCHITECTURES.items():
+for _arch, _spec in ARCHITECTURES.items():
     register_model_architecture("relpos_transformer", _arch)(_preset(_spec))

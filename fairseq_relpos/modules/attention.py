@@ -7,19 +7,21 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
-from ..positions.base import AttentionPositions, IncrementalState
+from ..positions.base import AttentionScheme, AttentionSpan, IncrementalState, PassMemo
 
 
 @with_incremental_state
 class RelPosSelfAttention(nn.Module):
-    """Multi-head self-attention with an optional :class:`AttentionPositions` scheme.
+    """Multi-head self-attention with an optional :class:`AttentionScheme` (one scheme, or a
+    chain of several); the module itself knows no scheme.
 
     Takes and returns fairseq's time-first ``T x B x C`` layout.  When the scheme only
-    biases the logits (or there is none) and no weights are asked for, attention runs in
-    ``F.scaled_dot_product_attention`` with the bias as a float mask; a value term needs
-    the probabilities, so that case runs the explicit softmax.  Incremental decoding caches
-    projected keys and values; queries of a step then sit at ``k_len - q_len …``, which is
-    how several tokens per step keep their relative distances right.
+    rotates or biases the logits (or there is none) and no weights are asked for, attention
+    runs in ``F.scaled_dot_product_attention`` with the bias as a float mask; a logit
+    transform or a value term needs the explicit softmax.  Incremental decoding caches
+    projected (and rotated) keys and values; queries of a step then sit at
+    ``k_len - q_len …``, which is how several tokens per step keep their distances right.
+    ``memo`` is the stack's :class:`PassMemo`, through which layers share position terms.
     """
 
     def __init__(
@@ -27,8 +29,9 @@ class RelPosSelfAttention(nn.Module):
         embed_dim: int,
         num_heads: int,
         dropout: float = 0.0,
-        positions: Optional[AttentionPositions] = None,
+        positions: Optional[AttentionScheme] = None,
         causal: bool = False,
+        memo: Optional[PassMemo] = None,
     ):
         super().__init__()
         if embed_dim % num_heads:
@@ -40,6 +43,7 @@ class RelPosSelfAttention(nn.Module):
         self.dropout = dropout
         self.positions = positions
         self.causal = causal
+        self.memo = memo or PassMemo()
         self.q_proj = nn.Linear(embed_dim, embed_dim)
         self.k_proj = nn.Linear(embed_dim, embed_dim)
         self.v_proj = nn.Linear(embed_dim, embed_dim)
@@ -64,13 +68,18 @@ class RelPosSelfAttention(nn.Module):
         q = self._split_heads(self.q_proj(x)) * self.scaling  # B x H x Tq x dh
         k = self._split_heads(self.k_proj(x))
         v = self._split_heads(self.v_proj(x))
+        cache = self._cache(incremental_state)
+        q_start = cache["prev_key"].size(2) if "prev_key" in cache else 0
+        positions = self.positions
+        if positions is not None:  # rotations act at absolute positions, before the cache
+            q, k = positions.rotate(q, q_start), positions.rotate(k, q_start)
         if incremental_state is not None:
-            k, v, key_padding_mask = self._extend_cache(incremental_state, k, v, key_padding_mask)
-        k_len = k.size(2)
-        q_start = k_len - q_len
+            k, v, key_padding_mask = self._extend_cache(incremental_state, cache, k, v, key_padding_mask)
+        k_len = k.size(2)  # B x H x Tk x dh from here on
 
-        bias = self.positions.logit_bias(q, q_start, k_len) if self.positions else None
-        mask = self._additive_mask(q_start, q_len, k_len, key_padding_mask, q.dtype, q.device)
+        span = AttentionSpan(q_start, q_len, k_len, self.causal, key_padding_mask, q.device, self.memo)
+        bias = positions.logit_bias(q, k, span) if positions is not None else None
+        mask = self._additive_mask(span, q.dtype)
         if bias is not None and mask is not None:
             bias = bias + mask  # B x H x Tq x Tk
         elif bias is None:
@@ -78,16 +87,19 @@ class RelPosSelfAttention(nn.Module):
         dropout = self.dropout if self.training else 0.0
 
         weights = None
-        value_term_needed = self.positions is not None and self.positions.has_value_term
-        if need_weights or value_term_needed:
+        transforms_logits = positions is not None and positions.transforms_logits
+        has_value_term = positions is not None and positions.has_value_term
+        if need_weights or transforms_logits or has_value_term:
             logits = torch.matmul(q, k.transpose(-1, -2))  # B x H x Tq x Tk
+            if transforms_logits:
+                logits = positions.transform_logits(logits, q, k, span)
             if bias is not None:
                 logits = logits + bias
             weights = torch.softmax(logits.float(), dim=-1).type_as(logits)
             probs = F.dropout(weights, p=dropout, training=self.training)
             out = torch.matmul(probs, v)  # B x H x Tq x dh
-            if value_term_needed:
-                out = out + self.positions.value_term(probs, q_start)
+            if has_value_term:
+                out = out + positions.value_term(probs, span)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, scale=1.0)
         out = out.permute(2, 0, 1, 3).reshape(q_len, bsz, self.embed_dim)  # Tq x B x C
@@ -97,20 +109,23 @@ class RelPosSelfAttention(nn.Module):
         length, bsz, _ = x.shape
         return x.view(length, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)  # B x H x T x dh
 
-    def _additive_mask(self, q_start, q_len, k_len, key_padding_mask, dtype, device) -> Optional[Tensor]:
+    def _additive_mask(self, span: AttentionSpan, dtype) -> Optional[Tensor]:
         blocked = None  # B|1 x 1 x Tq x Tk, True where a query may not look
-        if self.causal and q_len > 1:  # a single query is the last one: it sees every key
-            queries = torch.arange(q_start, q_start + q_len, device=device).unsqueeze(1)
-            blocked = (torch.arange(k_len, device=device).unsqueeze(0) > queries)[None, None]
-        if key_padding_mask is not None:
-            padding = key_padding_mask.to(torch.bool)[:, None, None, :]
+        if self.causal and span.q_len > 1:  # a single query is the last one: it sees every key
+            blocked = (span.distances(0, 1) > 0)[None, None]
+        if span.key_padding_mask is not None:
+            padding = span.key_padding_mask.to(torch.bool)[:, None, None, :]
             blocked = padding if blocked is None else blocked | padding
         if blocked is None:
             return None
-        return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, float("-inf"))
+        return torch.zeros(blocked.shape, dtype=dtype, device=span.device).masked_fill(blocked, float("-inf"))
 
-    def _extend_cache(self, incremental_state, k, v, key_padding_mask):
-        cache = self.get_incremental_state(incremental_state, "attn_state") or {}
+    def _cache(self, incremental_state) -> Dict[str, Tensor]:
+        if incremental_state is None:
+            return {}
+        return self.get_incremental_state(incremental_state, "attn_state") or {}
+
+    def _extend_cache(self, incremental_state, cache, k, v, key_padding_mask):
         if "prev_key" in cache:
             prev_len = cache["prev_key"].size(2)
             k = torch.cat([cache["prev_key"], k], dim=2)

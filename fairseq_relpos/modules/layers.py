@@ -10,7 +10,7 @@ from fairseq import utils
 from fairseq.modules import FairseqDropout, LayerNorm, MultiheadAttention
 from torch import Tensor, nn
 
-from ..positions.base import AttentionPositions, IncrementalState
+from ..positions.base import AttentionScheme, IncrementalState, PassMemo
 from .attention import RelPosSelfAttention
 
 
@@ -42,11 +42,11 @@ class ResidualBlock(nn.Module):
 
 
 class RelPosEncoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionPositions]):
+    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo):
         super().__init__()
         embed_dim = cfg.encoder.embed_dim
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
         self.ffn = FeedForward(
@@ -60,12 +60,12 @@ class RelPosEncoderLayer(nn.Module):
 
 
 class RelPosDecoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionPositions]):
+    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo):
         super().__init__()
         embed_dim = cfg.decoder.embed_dim
         normalize_before = cfg.decoder.normalize_before
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.encoder_attn = MultiheadAttention(

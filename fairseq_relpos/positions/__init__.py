@@ -1,90 +1,224 @@
-"""Position schemes and their registry.
+"""Position schemes, their registry and position specs.
 
 A scheme is one module in this folder that registers itself::
 
-    @register_scheme("shaw_k")
-    class ...
+    @register_scheme("t5")
+    class T5Bias(AttentionScheme):
+        @dataclass(frozen=True)
+        class Settings:
+            buckets: int = 32
+        ...
 
 Importing this package imports every module in it, so adding a scheme means adding one
-file.  A position *spec* names what one stack uses: ``none``, one scheme, or an input
-scheme plus an attention scheme joined by ``+`` (``abs+shaw``).
+file.  A position *spec* names what one stack uses: ``none``, or schemes joined by ``+``,
+each with optional settings: ``abs+shaw:k=8``, ``rope+alibi``, ``t5:buckets=32,max_distance=128``.
 """
+import dataclasses
 import importlib
 import pkgutil
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Union
+import typing
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .base import AttentionPositions, InputPositions, PositionContext
+from torch import nn
 
-SchemeFactory = Callable[[PositionContext], Union[InputPositions, AttentionPositions]]
+from .base import AttentionScheme, AttentionSpan, InputScheme, PositionScheme, StackContext, spec_text
 
-INPUT_SCHEMES: Dict[str, type] = {}
-ATTENTION_SCHEMES: Dict[str, type] = {}
+SCHEMES: Dict[str, type] = {}
 NO_POSITIONS = "none"
 
 
 def register_scheme(name: str):
-    """Class decorator: registers an InputPositions or AttentionPositions subclass."""
+    """Class decorator: registers an InputScheme or AttentionScheme subclass under ``name``."""
 
     def register(cls):
-        if name in INPUT_SCHEMES or name in ATTENTION_SCHEMES or name == NO_POSITIONS:
+        if name in SCHEMES or name == NO_POSITIONS:
             raise ValueError(f"position scheme {name!r} is registered twice")
-        if issubclass(cls, InputPositions):
-            INPUT_SCHEMES[name] = cls
-        elif issubclass(cls, AttentionPositions):
-            ATTENTION_SCHEMES[name] = cls
-        else:
-            raise TypeError(f"{cls.__name__} is neither InputPositions nor AttentionPositions")
-        cls.scheme_name = name
+        if not issubclass(cls, (InputScheme, AttentionScheme)):
+            raise TypeError(f"{cls.__name__} is neither an InputScheme nor an AttentionScheme")
+        SCHEMES[name] = cls
+        cls.name = name
         return cls
 
     return register
 
 
 def scheme_names() -> List[str]:
-    """Every single scheme name a spec may use, ``none`` first."""
-    return [NO_POSITIONS] + sorted(INPUT_SCHEMES) + sorted(ATTENTION_SCHEMES)
+    """Every scheme name a spec may use, ``none`` first."""
+    return [NO_POSITIONS] + sorted(SCHEMES)
 
 
-@dataclass(frozen=True)
+def settings_help(name: str) -> str:
+    """``key=default, …`` of a scheme's settings, for messages and ``--help``."""
+    fields = dataclasses.fields(SCHEMES[name].Settings)
+    return ", ".join(f"{f.name}={_default_text(f)}" for f in fields) or "no settings"
+
+
+class SchemeChain(AttentionScheme):
+    """Several attention schemes in one layer: rotations and logit transforms apply in the
+    spec's order, biases and value terms add up."""
+
+    name = "+"
+
+    def __init__(self, schemes: Mapping[str, AttentionScheme]):
+        nn.Module.__init__(self)
+        self.schemes = nn.ModuleDict(schemes)
+        self.transforms_logits = any(s.transforms_logits for s in self.schemes.values())
+        self.has_value_term = any(s.has_value_term for s in self.schemes.values())
+
+    def max_positions(self) -> Optional[int]:
+        limits = [s.max_positions() for s in self.schemes.values() if s.max_positions() is not None]
+        return min(limits) if limits else None
+
+    def rotate(self, x, start):
+        for scheme in self.schemes.values():
+            x = scheme.rotate(x, start)
+        return x
+
+    def transform_logits(self, logits, q, k, span):
+        for scheme in self.schemes.values():
+            logits = scheme.transform_logits(logits, q, k, span)
+        return logits
+
+    def logit_bias(self, q, k, span):
+        return _sum(scheme.logit_bias(q, k, span) for scheme in self.schemes.values())
+
+    def value_term(self, probs, span):
+        return _sum(scheme.value_term(probs, span) for scheme in self.schemes.values())
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+def _sum(terms):
+    total = None
+    for term in terms:
+        if term is not None:
+            total = term if total is None else total + term
+    return total
+
+
+@dataclasses.dataclass(frozen=True)
 class PositionSpec:
-    """An input scheme and an attention scheme, either of which may be absent."""
+    """The schemes of one stack, each with its settings, in the order given."""
 
-    input: Optional[str]
-    attention: Optional[str]
+    schemes: Tuple[Tuple[str, Any], ...]  # (name, Settings instance)
 
     @classmethod
-    def parse(cls, spec: str, option: str = "position spec") -> "PositionSpec":
-        parts = [part.strip() for part in spec.split("+")]
-        input_name = attention_name = None
+    def parse(cls, text: Optional[str], option: str = "position spec",
+              legacy_defaults: Optional[Dict[str, Any]] = None) -> "PositionSpec":
+        """Parses ``NAME[:key=value,…]+…``.  ``legacy_defaults`` replace the default of a
+        setting of that name in every scheme that has one, unless the spec sets it
+        (``--max-relative-position K`` is ``{"k": K}``)."""
+        if text is None or not text.strip():
+            raise ValueError(f"{option}: empty position spec; expected 'none' or {_expected()}")
+        parts = [part.strip() for part in text.split("+")]
+        if parts == [NO_POSITIONS]:
+            return cls(())
+        schemes, families = [], {}
         for part in parts:
-            if part == NO_POSITIONS and len(parts) == 1:
-                continue
-            if part in INPUT_SCHEMES and input_name is None:
-                input_name = part
-            elif part in ATTENTION_SCHEMES and attention_name is None:
-                attention_name = part
-            else:
-                raise ValueError(
-                    f"{option}: cannot use {part!r} in {spec!r}; expected 'none', one of "
-                    f"{', '.join(scheme_names()[1:])}, or an input scheme "
-                    f"({', '.join(sorted(INPUT_SCHEMES))}) '+' an attention scheme "
-                    f"({', '.join(sorted(ATTENTION_SCHEMES))})"
-                )
-        return cls(input_name, attention_name)
+            name, _, assignments = part.partition(":")
+            name = name.strip()
+            if name not in SCHEMES:
+                raise ValueError(f"{option}: unknown position scheme {name!r} in {text!r}; expected "
+                                 f"'none' or {_expected()}")
+            scheme = SCHEMES[name]
+            family = scheme.family or name
+            if family in families:
+                raise ValueError(f"{option}: {families[family]!r} and {name!r} cannot be combined in "
+                                 f"{text!r}: both are {_family_words(family)}")
+            families[family] = name
+            schemes.append((name, _parse_settings(scheme, assignments, option, legacy_defaults or {})))
+        return cls(tuple(schemes))
 
     def __str__(self):
-        return "+".join(name for name in (self.input, self.attention) if name) or NO_POSITIONS
+        return "+".join(spec_text(name, settings) for name, settings in self.schemes) or NO_POSITIONS
 
-    def build_input(self, context: PositionContext) -> Optional[InputPositions]:
-        return INPUT_SCHEMES[self.input](context) if self.input else None
+    def _of_kind(self, kind) -> List[Tuple[str, Any]]:
+        return [(name, settings) for name, settings in self.schemes if issubclass(SCHEMES[name], kind)]
 
-    def build_attention_layers(self, context: PositionContext) -> List[Optional[AttentionPositions]]:
-        if self.attention is None:
+    def build_input(self, context: StackContext) -> Optional[InputScheme]:
+        inputs = self._of_kind(InputScheme)  # at most one: they share the "input" family
+        return SCHEMES[inputs[0][0]](inputs[0][1], context) if inputs else None
+
+    def build_attention_layers(self, context: StackContext) -> List[Optional[AttentionScheme]]:
+        """Per layer: None, the one attention scheme, or a :class:`SchemeChain` of several."""
+        attention = self._of_kind(AttentionScheme)
+        if not attention:
             return [None] * context.num_layers
-        return ATTENTION_SCHEMES[self.attention].build_layers(context)
+        per_scheme = {name: SCHEMES[name].build_layers(settings, context) for name, settings in attention}
+        if len(per_scheme) == 1:
+            return next(iter(per_scheme.values()))
+        return [SchemeChain({name: layers[i] for name, layers in per_scheme.items()})
+                for i in range(context.num_layers)]
+
+
+FAMILY_WORDS = {
+    "input": "input schemes (a stack has one)",
+    "shaw": "Shaw schemes (one of them, with its settings, says it)",
+    "logit_transform": "multiplicative logit schemes (their order would be arbitrary)",
+}
+
+
+def _family_words(family: str) -> str:
+    return FAMILY_WORDS.get(family, f"{family} schemes")
+
+
+def _expected() -> str:
+    return (f"schemes joined by '+' from {', '.join(sorted(SCHEMES))}, each optionally with "
+            "settings as NAME:key=value,key=value")
+
+
+def _parse_settings(scheme, assignments: str, option: str, legacy_defaults: Dict[str, Any]):
+    fields = {field.name: field for field in dataclasses.fields(scheme.Settings)}
+    values = {key: value for key, value in legacy_defaults.items() if key in fields}
+    for assignment in filter(None, (a.strip() for a in assignments.split(","))):
+        key, equals, raw = (s.strip() for s in assignment.partition("="))
+        if key not in fields or not equals:
+            raise ValueError(f"{option}: {scheme.name} has no setting {assignment!r}; it takes "
+                             f"{settings_help(scheme.name)} (defaults shown), as {scheme.name}:key=value")
+        values[key] = _convert(scheme.name, fields[key], raw, option)
+    try:
+        return scheme.Settings(**values)
+    except ValueError as error:
+        raise ValueError(f"{option}: {scheme.name}: {error}") from None
+
+
+def _default_text(field) -> str:
+    value = field.default
+    return str(value).lower() if isinstance(value, bool) or value is None else str(value)
+
+
+def _convert(name: str, field, raw: str, option: str):
+    kind = field.type
+    optional = typing.get_origin(kind) is typing.Union and type(None) in typing.get_args(kind)
+    if optional:
+        if raw.lower() == "none":
+            return None
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+    choices = field.metadata.get("choices")
+    try:
+        if kind is bool:
+            if raw.lower() not in ("true", "false"):
+                raise ValueError
+            value = raw.lower() == "true"
+        else:
+            value = kind(raw)
+    except ValueError:
+        expected = "true or false" if kind is bool else f"a {kind.__name__}" + (" or none" if optional else "")
+        raise ValueError(f"{option}: {name}:{field.name}={raw!r} is not {expected}") from None
+    if choices and value not in choices:
+        raise ValueError(f"{option}: {name}:{field.name}={raw!r}; expected one of {', '.join(choices)}")
+    return value
+
+
+def sharing(default: str, what: str):
+    """A ``layers``/``heads`` sharing setting (Chen et al. 2021, §4.4.1)."""
+    return dataclasses.field(default=default, metadata={"choices": ("separate", "shared"), "help": what})
 
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
+
+__all__ = ["AttentionScheme", "AttentionSpan", "InputScheme", "PositionScheme", "PositionSpec",
+           "SCHEMES", "SchemeChain", "StackContext", "register_scheme", "scheme_names", "sharing"]

@@ -1,36 +1,47 @@
-"""Absolute positions added to the embeddings: sinusoidal (``abs``) and learned (``abs_learned``)."""
+"""Absolute positions added to the embeddings: sinusoidal (``abs``, with SHAPE's training-time
+shift as a setting) and learned (``abs_learned``).  ``docs/positions.md`` has the equations."""
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from . import register_scheme
-from .base import InputPositions, sinusoids
-
-
-def token_positions(padding_mask: Tensor, start: int) -> Tensor:
-    """Position of each token among the non-padding tokens of its row, counting from
-    ``start``; padding wherever it sits (fairseq left-pads sources) takes no position."""
-    is_token = (~padding_mask).long()  # B x T
-    return (torch.cumsum(is_token, dim=1) - 1 + start) * is_token
+from .base import InputScheme, check_table, sinusoids, token_positions
 
 
 @register_scheme("abs")
-class SinusoidalPositions(InputPositions):
-    """Vaswani et al.'s fixed sinusoids; defined for every position."""
+class SinusoidalPositions(InputScheme):
+    """Vaswani et al.'s fixed sinusoids; defined for every position.
+
+    ``shift=K`` is SHAPE (Kiyono et al. 2021): while training, every sequence's positions
+    start at a random offset drawn uniformly from ``0 … K``, so the model cannot rely on
+    absolute positions and learns shift-invariant attention; at inference there is no offset.
+    """
+
+    @dataclass(frozen=True)
+    class Settings:
+        shift: int = 0
+
+        def __post_init__(self):
+            if self.shift < 0:
+                raise ValueError(f"shift must be >= 0, got {self.shift}")
 
     def forward(self, x, padding_mask, start=0, incremental_state=None):
-        positions = token_positions(padding_mask, start)
+        positions = token_positions(padding_mask, start)  # B x T
+        if self.training and self.settings.shift > 0:
+            offsets = torch.randint(0, self.settings.shift + 1, (x.size(0), 1), device=x.device)
+            positions = positions + offsets
         encoding = sinusoids(positions, self.context.embed_dim).to(x.dtype)
         return x + encoding.masked_fill(padding_mask.unsqueeze(-1), 0)
 
 
 @register_scheme("abs_learned")
-class LearnedPositions(InputPositions):
+class LearnedPositions(InputScheme):
     """One trained vector per position; it has none for positions beyond its table."""
 
-    def __init__(self, context):
-        super().__init__(context)
+    def __init__(self, settings, context):
+        super().__init__(settings, context)
         self.table = nn.Embedding(context.max_positions, context.embed_dim)
         nn.init.normal_(self.table.weight, mean=0, std=context.embed_dim ** -0.5)
 
@@ -40,11 +51,6 @@ class LearnedPositions(InputPositions):
     def forward(self, x, padding_mask, start=0, incremental_state=None):
         positions = token_positions(padding_mask, start)
         longest = int(positions.max()) + 1 if positions.numel() else 0
-        if longest > self.context.max_positions:
-            raise ValueError(
-                f"abs_learned: a sequence of {longest} tokens exceeds the learned position "
-                f"table of {self.context.max_positions} positions (--max-source-positions / "
-                "--max-target-positions at training time); learned absolute positions cannot "
-                "extrapolate to longer inputs"
-            )
+        check_table(self, longest, self.context.max_positions, f"a sequence of {longest} tokens", "positions",
+                    "learned absolute positions cannot extrapolate to longer inputs")
         return x + self.table(positions).masked_fill(padding_mask.unsqueeze(-1), 0)

@@ -1,21 +1,32 @@
-"""The two interfaces every position scheme implements, and the helpers they share.
+"""The interface every position scheme implements, and what schemes share.
 
-A scheme lives in one of two places (SPEC §1):
+A scheme acts at one or more of these points (``docs/positions.md`` has every scheme's
+equation and which points it uses):
 
-* :class:`InputPositions` changes the token embeddings before the first layer
-  (``abs``, ``abs_learned``, ``lstm``);
-* :class:`AttentionPositions` adds terms inside one self-attention layer: a bias on the
-  logits and/or a term on the attention output (``shaw`` and its variants).
+* **input** (:class:`InputScheme`): changes the scaled token embeddings before the first
+  layer (``abs``, ``abs_learned``, ``lstm``);
+* **inside one self-attention layer** (:class:`AttentionScheme`), in the order the
+  attention module calls them:
 
-Self-attention numbers its keys ``0 … k_len-1`` and its queries
-``q_start … q_start+q_len-1`` with ``q_start = k_len - q_len``: a full pass has
-``q_start = 0``; an incremental decoding step that adds ``q_len`` tokens to a cache of
-``q_start`` keys has the same numbering, so a scheme never needs to know which case it is in.
+  1. :meth:`~AttentionScheme.rotate` queries and keys at their absolute positions, before
+     the keys enter the decoding cache (``rope``);
+  2. :meth:`~AttentionScheme.transform_logits`: rewrite the content logits ``q·k``
+     (multiplicative schemes: ``huang1`` … ``huang3``);
+  3. :meth:`~AttentionScheme.logit_bias`: add to the logits knowing q, k and positions
+     (``shaw``, ``t5``, ``alibi``, ``xl``…);
+  4. :meth:`~AttentionScheme.value_term`: add to the output through the attention
+     probabilities (``shaw``'s ``a^V``).
+
+A scheme declares its settings as a dataclass (``Settings``) with defaults; a spec sets them
+as ``name:key=value,…``.  Self-attention numbers its keys ``0 … k_len-1`` and its queries
+``q_start … k_len-1``: a full pass has ``q_start = 0``, an incremental step that adds
+``q_len`` tokens to a cache of ``q_start`` keys numbers them the same way, so a scheme never
+needs to know which case it is in.  Distances are ``j - i``, key minus query.
 """
-import functools
+import dataclasses
 import math
-from dataclasses import dataclass
-from typing import Dict, List, Optional
+from contextlib import contextmanager
+from typing import Callable, Dict, Hashable, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -23,32 +34,121 @@ from torch import Tensor, nn
 IncrementalState = Optional[Dict[str, Dict[str, Optional[Tensor]]]]
 
 
-@dataclass(frozen=True)
-class PositionContext:
-    """What a scheme may need to know about the stack it is built into."""
+@dataclasses.dataclass(frozen=True)
+class StackContext:
+    """What a scheme may need to know about the stack (encoder or decoder) it is built into."""
 
     embed_dim: int
     num_heads: int
     num_layers: int
     causal: bool  # decoder self-attention: a query never sees later keys
-    max_relative_position: int  # k, the clipping distance of relative schemes
-    max_positions: int  # capacity of tables indexed by absolute position
+    max_positions: int  # --max-source/target-positions: the size of position-indexed tables
 
     @property
     def head_dim(self) -> int:
         return self.embed_dim // self.num_heads
 
+    @property
+    def side(self) -> str:
+        return "decoder" if self.causal else "encoder"
 
-class InputPositions(nn.Module):
-    """Adds position information to scaled token embeddings before the first layer."""
 
-    def __init__(self, context: PositionContext):
+@dataclasses.dataclass(frozen=True)
+class NoSettings:
+    """A scheme without settings."""
+
+
+class PassMemo:
+    """Values every layer of one forward pass of a stack may share (a distance index, a bias
+    shared across layers), built by the first layer that asks for them.
+
+    The stack opens it for the length of one pass; nothing outlives the pass, so no tensor
+    made under ``torch.inference_mode()`` or holding an old autograd graph is ever reused.
+    Outside a pass (self-attention called on its own) nothing is remembered.
+    """
+
+    def __init__(self):
+        self._values: Optional[Dict[Hashable, Tensor]] = None
+
+    @contextmanager
+    def open(self):
+        outer, self._values = self._values, {}
+        try:
+            yield
+        finally:
+            self._values = outer
+
+    def get(self, key: Hashable, build: Callable[[], Tensor]) -> Tensor:
+        if self._values is None:
+            return build()
+        if key not in self._values:
+            self._values[key] = build()
+        return self._values[key]
+
+
+@dataclasses.dataclass
+class AttentionSpan:
+    """Where the queries and keys of one self-attention call sit, and the pass's memo."""
+
+    q_start: int
+    q_len: int
+    k_len: int
+    causal: bool
+    key_padding_mask: Optional[Tensor]  # B x Tk, True at padding
+    device: torch.device
+    memo: PassMemo
+
+    def distances(self, lowest: int, highest: int) -> Tensor:
+        """``clip(j - i, lowest, highest) - lowest`` for every (query, key): a ``Tq x Tk``
+        index into a table whose rows hold the distances ``lowest … highest``."""
+
+        def build():
+            queries = torch.arange(self.q_start, self.q_start + self.q_len, device=self.device)
+            keys = torch.arange(self.k_len, device=self.device)
+            distance = keys.unsqueeze(0) - queries.unsqueeze(1)  # Tq x Tk
+            return distance.clamp(lowest, highest) - lowest
+
+        return self.memo.get(("distances", self.q_start, self.q_len, self.k_len, lowest, highest), build)
+
+    def key_token_positions(self) -> Tensor:
+        """Each key's position among the real tokens of its row (B|1 x Tk): padding, which
+        fairseq puts on the left of sources, takes no position."""
+        if self.key_padding_mask is None:
+            return torch.arange(self.k_len, device=self.device).unsqueeze(0)
+        return self.memo.get(("key_positions", self.k_len), lambda: token_positions(self.key_padding_mask, 0))
+
+    def longest_distance(self) -> int:
+        """The largest ``|j - i|`` any real (unmasked) query-key pair of this call has."""
+        backwards = self.q_start + self.q_len - 1  # last query to first key
+        forwards = 0 if self.causal else self.k_len - 1 - self.q_start  # first query to last key
+        return max(backwards, forwards)
+
+
+class PositionScheme(nn.Module):
+    """What every scheme has: its registered name, its settings and its stack."""
+
+    name: str  # set by @register_scheme
+    Settings = NoSettings
+    #: schemes of one family exclude each other in a spec (e.g. two input schemes)
+    family: Optional[str] = None
+
+    def __init__(self, settings, context: StackContext):
         super().__init__()
+        self.settings = settings
         self.context = context
 
     def max_positions(self) -> Optional[int]:
         """Longest sequence this scheme can encode; ``None`` when unbounded."""
         return None
+
+    def extra_repr(self) -> str:
+        return spec_text(self.name, self.settings)
+
+
+class InputScheme(PositionScheme):
+    """Adds position information to scaled token embeddings before the first layer."""
+
+    family = "input"
 
     def forward(
         self,
@@ -60,36 +160,63 @@ class InputPositions(nn.Module):
         raise NotImplementedError
 
 
-class AttentionPositions(nn.Module):
-    """Position terms of one self-attention layer; the defaults add nothing."""
+class AttentionScheme(PositionScheme):
+    """Position terms of one self-attention layer; every default adds nothing."""
 
-    #: whether :meth:`value_term` is used; it needs the attention probabilities, so
-    #: attention cannot go through the fused scaled-dot-product kernel.
+    #: whether :meth:`transform_logits` / :meth:`value_term` do anything: either needs the
+    #: explicit softmax, so attention cannot go through the fused kernel
+    transforms_logits = False
     has_value_term = False
 
-    def __init__(self, context: PositionContext):
-        super().__init__()
-        self.context = context
-
     @classmethod
-    def build_layers(cls, context: PositionContext) -> List["AttentionPositions"]:
-        """One instance per layer: tables separate per layer unless a scheme shares them."""
-        return [cls(context) for _ in range(context.num_layers)]
+    def build_layers(cls, settings, context: StackContext) -> List["AttentionScheme"]:
+        """One instance per layer, or one shared by all when ``settings.layers == 'shared'``."""
+        if getattr(settings, "layers", "separate") == "shared":
+            return [cls(settings, context)] * context.num_layers
+        return [cls(settings, context) for _ in range(context.num_layers)]
+
+    def rotate(self, x: Tensor, start: int) -> Tensor:  # B x H x T x dh, positions start…
+        return x
+
+    def transform_logits(
+        self, logits: Tensor, q: Tensor, k: Tensor, span: AttentionSpan
+    ) -> Tensor:  # B x H x Tq x Tk; q is scaled by 1/sqrt(dh)
+        return logits
 
     def logit_bias(
-        self,
-        q: Tensor,  # B x H x Tq x dh, already scaled by 1/sqrt(dh)
-        q_start: int,
-        k_len: int,
+        self, q: Tensor, k: Tensor, span: AttentionSpan
     ) -> Optional[Tensor]:  # broadcastable to B x H x Tq x Tk
         return None
 
     def value_term(
-        self,
-        probs: Tensor,  # B x H x Tq x Tk, attention probabilities after dropout
-        q_start: int,
+        self, probs: Tensor, span: AttentionSpan  # B x H x Tq x Tk, after dropout
     ) -> Optional[Tensor]:  # B x H x Tq x dh, added to probs @ V
         return None
+
+    def head_rows(self, table: Tensor) -> Tensor:
+        """A table stored ``R x …`` (shared by the heads) or ``H x R x …``, as ``H|1 x R x …``."""
+        return table if table.dim() == 3 else table.unsqueeze(0)
+
+
+class TableTooShort(ValueError):
+    """A position-indexed table has no row for an input this long."""
+
+
+def check_table(scheme: PositionScheme, needed: int, rows: int, what: str, unit: str, hint: str) -> None:
+    """Refuses, naming the scheme and the options that size its table, an input that needs
+    row ``needed`` of a table of ``rows``; never wraps round or clips silently."""
+    if needed > rows:
+        raise TableTooShort(
+            f"{scheme.name} ({scheme.context.side}): {what} exceeds its table of {rows} {unit} "
+            f"(--max-source-positions / --max-target-positions at training time); {hint}"
+        )
+
+
+def token_positions(padding_mask: Tensor, start: int) -> Tensor:
+    """Position of each token among the non-padding tokens of its row, counting from
+    ``start``; padding wherever it sits (fairseq left-pads sources) takes position 0."""
+    is_token = (~padding_mask).long()  # B x T
+    return (torch.cumsum(is_token, dim=1) - 1 + start) * is_token
 
 
 def sinusoids(positions: Tensor, dim: int, spectrum_dim: Optional[int] = None) -> Tensor:
@@ -98,8 +225,8 @@ def sinusoids(positions: Tensor, dim: int, spectrum_dim: Optional[int] = None) -
     Returns ``positions.shape + (dim,)`` with ``PE[p, 2i] = sin(p / 10000^(2i/spectrum_dim))``
     and ``PE[p, 2i+1] = cos(…)``.  ``spectrum_dim`` defaults to ``dim``; the relative
     sinusoidal scheme takes the first ``d_head`` components of a ``d_model`` encoding
-    (004 eq. 8), i.e. ``dim = d_head`` with ``spectrum_dim = d_model``.  Computed on the
-    fly, so any position works: there is no table to outgrow.
+    (Rosendahl et al. 2019, eq. 8), i.e. ``dim = d_head`` with ``spectrum_dim = d_model``.
+    Computed on the fly, so any position works: there is no table to outgrow.
     """
     spectrum_dim = spectrum_dim or dim
     even_indices = torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32)
@@ -109,20 +236,64 @@ def sinusoids(positions: Tensor, dim: int, spectrum_dim: Optional[int] = None) -
     return interleaved[..., :dim]
 
 
-# Every layer of a pass, and both the key and the value term of a layer, read the same index
-# (never written to), so it is built once per (step, shape, device).
-@functools.lru_cache(maxsize=32)
-def relative_distance_index(
-    q_start: int, q_len: int, k_len: int, max_distance: int, causal: bool, device
-) -> Tensor:
-    """Row of the distance table each (query, key) pair reads: ``clip(j - i, k) + k``.
+def spec_text(name: str, settings) -> str:
+    """``name:key=value,…`` with the settings that differ from the defaults."""
+    changed = [
+        f"{field.name}={_format_value(getattr(settings, field.name))}"
+        for field in dataclasses.fields(settings)
+        if getattr(settings, field.name) != field.default
+    ]
+    return name + (":" + ",".join(changed) if changed else "")
 
-    Returns a ``q_len x k_len`` LongTensor.  Causal attention only ever sees distances
-    ``-k … 0`` (later keys are masked), so its table has ``k + 1`` rows and positive
-    distances are clipped to 0.
+
+def _format_value(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "none" if value is None else str(value)
+
+
+class DistanceTableScheme(AttentionScheme):
+    """A scheme with a trained row per distance ``j - i``, per head unless shared.
+
+    The papers behind these tables (Huang et al. 2020 §3.5, Chen et al. 2021 eq. 8) clip
+    nothing: the table holds every distance up to ``--max-*-positions`` - 1 and a longer
+    input is refused.  ``clip=K`` holds ``-K … K`` instead (``-K … 0`` in the decoder, whose
+    causal attention never sees positive distances) and accepts any length.
     """
-    queries = torch.arange(q_start, q_start + q_len, device=device)
-    keys = torch.arange(k_len, device=device)
-    distance = keys.unsqueeze(0) - queries.unsqueeze(1)  # Tq x Tk
-    upper = 0 if causal else max_distance
-    return distance.clamp(-max_distance, upper) + max_distance
+
+    #: whether rows are indexed by ``|j - i|`` (the sign dropped) rather than ``j - i``
+    unsigned = False
+
+    def __init__(self, settings, context):
+        super().__init__(settings, context)
+        reach = context.max_positions - 1 if settings.clip is None else settings.clip
+        self.reach = reach
+        self.lowest = 0 if self.unsigned else -reach
+        self.highest = 0 if context.causal and not self.unsigned else reach
+        self.num_distances = self.highest - self.lowest + 1
+        self.num_tables = context.num_heads if settings.heads == "separate" else 1
+
+    def max_positions(self) -> Optional[int]:
+        return self.context.max_positions if self.settings.clip is None else None
+
+    def window(self, span: AttentionSpan) -> Tuple[slice, Tensor]:
+        """The table rows this call needs, and every (query, key) pair's row among them
+        (a ``Tq x Tk`` index): products with the table then cost what the input needs, not
+        what the table holds."""
+        longest = span.longest_distance()
+        if self.settings.clip is None:
+            check_table(self, longest, self.reach, f"a distance of {longest}", "distances",
+                        f"set {self.name}:clip=K to clip distances at K instead")
+        if self.unsigned:
+            reach = min(self.reach, longest)
+            index = span.memo.get(("unsigned", span.q_start, span.q_len, span.k_len, reach),
+                                  lambda: (span.distances(-reach, reach) - reach).abs())
+            return slice(0, reach + 1), index
+        lowest = max(self.lowest, -(span.q_start + span.q_len - 1))
+        highest = min(self.highest, span.k_len - 1 - span.q_start)
+        return slice(lowest - self.lowest, highest - self.lowest + 1), span.distances(lowest, highest)
+
+
+def check_clip(clip: Optional[int]) -> None:
+    if clip is not None and clip < 1:
+        raise ValueError(f"clip must be >= 1 or none (no clipping), got {clip}")

@@ -10,14 +10,14 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from . import register_scheme
-from .base import InputPositions
+from .base import InputScheme
 
 
 @register_scheme("lstm")
 @with_incremental_state
-class LSTMPositions(InputPositions):
-    def __init__(self, context):
-        super().__init__(context)
+class LSTMPositions(InputScheme):
+    def __init__(self, settings, context):
+        super().__init__(settings, context)
         bidirectional = not context.causal
         hidden = context.embed_dim // 2 if bidirectional else context.embed_dim
         if hidden * (2 if bidirectional else 1) != context.embed_dim:

@@ -1,0 +1,65 @@
+"""T5's bucketed relative bias (Raffel et al. 2020; Chen et al. 2021 eq. 4): a scalar per
+head and distance bucket added to the logits; ``docs/positions.md`` has the equation."""
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from . import register_scheme, sharing
+from .base import AttentionScheme
+
+
+@register_scheme("t5")
+class T5Bias(AttentionScheme):
+    """Distances ``j - i`` fall into ``buckets`` log-spaced buckets up to ``max_distance``:
+    exact below half of them, logarithmic beyond, the last bucket for everything farther.
+    The encoder gives each sign half of the buckets; the decoder sees only ``j <= i``.
+    The table is laid out ``buckets x heads`` as in T5 and shared by the layers of a stack."""
+
+    @dataclass(frozen=True)
+    class Settings:
+        buckets: int = 32
+        max_distance: int = 128
+        heads: str = sharing("separate", "one bias per head, or one for all heads")
+        layers: str = sharing("shared", "one table for the whole stack (T5), or one per layer")
+
+        def __post_init__(self):
+            if self.buckets < 4 or self.buckets % 2:
+                raise ValueError(f"buckets must be an even number >= 4, got {self.buckets}")
+            if self.max_distance <= self.buckets // 2:
+                raise ValueError(f"max_distance must exceed buckets/2 = {self.buckets // 2}, got {self.max_distance}")
+
+    def __init__(self, settings, context):
+        super().__init__(settings, context)
+        heads = context.num_heads if settings.heads == "separate" else 1
+        self.table = nn.Parameter(torch.empty(settings.buckets, heads))  # buckets x H|1
+        nn.init.normal_(self.table, std=context.embed_dim ** -0.5)
+
+    def bucket(self, distance):  # any shape of j - i, long -> bucket ids
+        buckets = self.settings.buckets
+        if self.context.causal:
+            offset, magnitude = 0, (-distance).clamp(min=0)
+        else:
+            buckets //= 2
+            offset, magnitude = (distance > 0).long() * buckets, distance.abs()
+        exact = buckets // 2
+        # T5 computes the logarithmic buckets in float32 and truncates: kept, so that a
+        # distance falls into the same bucket as in T5
+        logarithmic = exact + (
+            torch.log(magnitude.float() / exact) / math.log(self.settings.max_distance / exact) * (buckets - exact)
+        ).long()
+        logarithmic = logarithmic.clamp(max=buckets - 1)
+        return offset + torch.where(magnitude < exact, magnitude, logarithmic)
+
+    def logit_bias(self, q, k, span):
+        lowest = -(span.q_start + span.q_len - 1)
+        highest = 0 if span.causal else span.k_len - 1 - span.q_start
+
+        def build():
+            per_distance = self.table[self.bucket(torch.arange(lowest, highest + 1, device=span.device))]  # R x H|1
+            bias = per_distance[span.distances(lowest, highest)]  # Tq x Tk x H|1
+            return bias.permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
+
+        # layers that share the table share the bias too: it is built once per pass
+        return span.memo.get((id(self), span.q_start, span.q_len, span.k_len), build).to(q.dtype)
