@@ -1,4 +1,4 @@
-"""End to end through the stock fairseq commands (SPEC §2, issue: every architecture):
+"""End to end through the stock fairseq commands (every architecture):
 preprocess a tiny corpus, train one short epoch, reload, generate with beam 4 (also on
 sources three times longer than any training sentence), resume training."""
 import os

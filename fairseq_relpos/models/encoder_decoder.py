@@ -53,7 +53,8 @@ class _PositionedStack:
     scheme, a stack of layers each with its attention scheme, the final layer norm, and the
     memo through which the layers of one pass share position terms."""
 
-    def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_positions, embed_tokens, causal):
+    def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_positions, embed_tokens, causal,
+                     final_norm=True):
         context = StackContext(
             embed_dim=side_cfg.embed_dim,
             num_heads=side_cfg.attention_heads,
@@ -68,7 +69,7 @@ class _PositionedStack:
             cfg, side_cfg.layerdrop,
             [layer_class(cfg, positions, self.position_memo) for positions in attention_schemes],
         )
-        self.layer_norm = LayerNorm(context.embed_dim) if side_cfg.normalize_before else None
+        self.layer_norm = LayerNorm(context.embed_dim) if side_cfg.normalize_before and final_norm else None
         schemes = [self.front_end.input_positions] + attention_schemes
         limits = [scheme.max_positions() for scheme in schemes if scheme is not None]
         self._max_positions = min([limit for limit in limits if limit is not None], default=UNBOUNDED_POSITIONS)
@@ -125,7 +126,7 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
     def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
         super().__init__(dictionary)
         self._build_stack(cfg, cfg.decoder, RelPosDecoderLayer, spec, cfg.max_target_positions,
-                          embed_tokens, causal=True)
+                          embed_tokens, causal=True, final_norm=not cfg.no_decoder_final_norm)
         embed_dim = cfg.decoder.embed_dim
         self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
         if cfg.share_decoder_input_output_embed:

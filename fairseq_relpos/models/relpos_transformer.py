@@ -13,28 +13,53 @@ from .encoder_decoder import RelPosDecoder, RelPosEncoder
 
 logger = logging.getLogger(__name__)
 
-#: stock transformer options this model does not implement, with what to use instead
+#: stock transformer options this model does not implement, with what to use instead; a
+#: value other than fairseq's default is refused (every other option of fairseq's
+#: transformer is honoured, which tests/test_model_options.py checks option by option)
 UNSUPPORTED_OPTIONS = {
     "encoder_learned_pos": "--encoder-pos abs_learned",
     "decoder_learned_pos": "--decoder-pos abs_learned",
     "no_token_positional_embeddings": "--encoder-pos none --decoder-pos none",
     "adaptive_input": None,
     "adaptive_softmax_cutoff": None,
+    "adaptive_softmax_dropout": None,
+    "adaptive_softmax_factor": None,
+    "tie_adaptive_weights": None,
+    "tie_adaptive_proj": None,
     "cross_self_attention": None,
     "no_cross_attention": None,
     "encoder_layers_to_keep": None,
     "decoder_layers_to_keep": None,
-    "tie_adaptive_weights": None,
     "quant_noise_pq": None,
+    "quant_noise_pq_block_size": None,
+    "quant_noise_scalar": None,
     "encoder_embed_path": None,
     "decoder_embed_path": None,
+    "encoder_xformers_att_config": None,
+    "decoder_xformers_att_config": None,
+    "base_layers": None,
+    "base_sublayers": None,
+    "base_shuffle": None,
+    "char_inputs": None,
+    "export": None,
+    "min_params_to_wrap": "--ddp-backend other than fully_sharded (layers are not wrapped one by one)",
 }
+
+
+def _stock_defaults():
+    defaults = argparse.Namespace()
+    base_architecture(defaults)
+    return vars(defaults)
+
+
+STOCK_DEFAULTS = _stock_defaults()
 
 
 @register_model("relpos_transformer")
 class RelPosTransformerModel(TransformerModel):
     """Transformer (Vaswani et al.) whose encoder and decoder each take their position
-    information from a scheme (``--encoder-pos``, ``--decoder-pos``; SPEC §1)."""
+    information from a spec of position schemes (``--encoder-pos``, ``--decoder-pos``;
+    docs/positions.md)."""
 
     @classmethod
     def hub_models(cls):
@@ -122,7 +147,7 @@ def count_parameters(model) -> int:
 
 def _reject_unsupported(args):
     for option, instead in UNSUPPORTED_OPTIONS.items():
-        if getattr(args, option, None):
+        if getattr(args, option, None) not in (None, False, STOCK_DEFAULTS.get(option)):
             flag = "--" + option.replace("_", "-")
             hint = f"; use {instead}" if instead else ""
             raise ValueError(f"relpos_transformer does not support {flag}{hint}")

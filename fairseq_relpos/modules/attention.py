@@ -72,7 +72,7 @@ class RelPosSelfAttention(nn.Module):
         q_start = cache["prev_key"].size(2) if "prev_key" in cache else 0
         positions = self.positions
         if positions is not None:  # rotations act at absolute positions, before the cache
-            q, k = positions.rotate(q, q_start), positions.rotate(k, q_start)
+            q, k = positions.rotate(q, q_start, self.memo), positions.rotate(k, q_start, self.memo)
         if incremental_state is not None:
             k, v, key_padding_mask = self._extend_cache(incremental_state, cache, k, v, key_padding_mask)
         k_len = k.size(2)  # B x H x Tk x dh from here on

@@ -2,7 +2,7 @@
 
 Parameter names follow fairseq's Transformer layers (``self_attn``, ``encoder_attn``,
 ``fc1``, ``fc2``, ``*_layer_norm``).  Encoder-decoder attention is fairseq's own
-``MultiheadAttention``: it never carries position terms (SPEC §1).
+``MultiheadAttention``: it never carries position terms (docs/positions.md).
 """
 from typing import Callable, Optional
 
@@ -24,6 +24,11 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.activation_dropout(self.activation_fn(self.fc1(x))))
+
+
+def _activation_dropout(cfg) -> float:
+    # as fairseq's layers: --relu-dropout is the older name, used when --activation-dropout is 0
+    return cfg.activation_dropout or cfg.relu_dropout or 0.0
 
 
 class ResidualBlock(nn.Module):
@@ -49,9 +54,7 @@ class RelPosEncoderLayer(nn.Module):
             embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
-        self.ffn = FeedForward(
-            embed_dim, cfg.encoder.ffn_embed_dim, cfg.activation_fn, cfg.activation_dropout
-        )
+        self.ffn = FeedForward(embed_dim, cfg.encoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
         self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor]) -> Tensor:  # T x B x C
@@ -77,9 +80,7 @@ class RelPosDecoderLayer(nn.Module):
             encoder_decoder_attention=True,
         )
         self.encoder_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
-        self.ffn = FeedForward(
-            embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, cfg.activation_dropout
-        )
+        self.ffn = FeedForward(embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
         self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
 
     def forward(

@@ -69,9 +69,9 @@ class SchemeChain(AttentionScheme):
         limits = [s.max_positions() for s in self.schemes.values() if s.max_positions() is not None]
         return min(limits) if limits else None
 
-    def rotate(self, x, start):
+    def rotate(self, x, start, memo):
         for scheme in self.schemes.values():
-            x = scheme.rotate(x, start)
+            x = scheme.rotate(x, start, memo)
         return x
 
     def transform_logits(self, logits, q, k, span):

@@ -26,7 +26,7 @@ needs to know which case it is in.  Distances are ``j - i``, key minus query.
 import dataclasses
 import math
 from contextlib import contextmanager
-from typing import Callable, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -68,7 +68,7 @@ class PassMemo:
     """
 
     def __init__(self):
-        self._values: Optional[Dict[Hashable, Tensor]] = None
+        self._values: Optional[Dict[Hashable, Any]] = None
 
     @contextmanager
     def open(self):
@@ -78,7 +78,7 @@ class PassMemo:
         finally:
             self._values = outer
 
-    def get(self, key: Hashable, build: Callable[[], Tensor]) -> Tensor:
+    def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
         if self._values is None:
             return build()
         if key not in self._values:
@@ -175,7 +175,7 @@ class AttentionScheme(PositionScheme):
             return [cls(settings, context)] * context.num_layers
         return [cls(settings, context) for _ in range(context.num_layers)]
 
-    def rotate(self, x: Tensor, start: int) -> Tensor:  # B x H x T x dh, positions start…
+    def rotate(self, x: Tensor, start: int, memo: PassMemo) -> Tensor:  # B x H x T x dh at start…
         return x
 
     def transform_logits(

@@ -31,9 +31,15 @@ class RotaryPositions(AttentionScheme):
         inv_freq = settings.base ** (-torch.arange(half, dtype=torch.float64) / half)
         self.register_buffer("inv_freq", inv_freq.float(), persistent=False)  # dh/2
 
-    def rotate(self, x, start):  # B x H x T x dh
-        positions = torch.arange(start, start + x.size(2), device=x.device, dtype=torch.float32)
-        angles = positions.unsqueeze(1) * self.inv_freq  # T x dh/2
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    def rotate(self, x, start, memo):  # B x H x T x dh
+        length = x.size(2)
+
+        def build():
+            positions = torch.arange(start, start + length, device=x.device, dtype=torch.float32)
+            angles = positions.unsqueeze(1) * self.inv_freq  # T x dh/2
+            return angles.cos(), angles.sin()
+
+        # queries and keys of every layer turn by the same angles: computed once per pass
+        cos, sin = (t.to(x.dtype) for t in memo.get(("rope", start, length, self.settings.base), build))
         first, second = x.chunk(2, dim=-1)  # B x H x T x dh/2 each
         return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
