@@ -29,12 +29,15 @@ class Cell:
     """One system on one bucket; ``bucket`` None stands for the whole test set.
 
     ``length_ratio``: hypothesis over reference length (BLEU's ratio; None without BLEU or
-    sentences), which tells a system that stops early from one that runs on."""
+    sentences), which tells a system that stops early from one that runs on.
+    ``identical_to_baseline``: the system's translations of these sentences are the
+    baseline's, so there is no difference to test."""
     system: str
     bucket: Optional[Bucket]
     n: int
     results: Dict[str, MetricResult]
     length_ratio: Optional[float] = None
+    identical_to_baseline: bool = False
 
 
 @dataclass
@@ -102,6 +105,7 @@ def evaluate_by_length(
     members = bucket_members(lengths, buckets)
     groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
     cells = [cell for bucket, indices in groups for cell in scoring.cells(bucket, indices)]
+    _mark_identical_to_baseline(cells, dict(groups), systems, baseline)
 
     resampling = {"seed": seed, "bs": n_bootstrap or None}
     if paired_test == "ar":
@@ -127,6 +131,22 @@ def evaluate_by_length(
 def check_baseline(baseline: Optional[str], names: Sequence[str]) -> None:
     if baseline is not None and baseline not in names:
         raise InputError(f"unknown baseline {baseline!r}; systems are {', '.join(names)}")
+
+
+def _mark_identical_to_baseline(cells, members, systems, baseline) -> None:
+    """Flag the cells whose translations are the baseline's and set their p-values to 1.
+
+    No resample of an identical pair differs more than the observed zero, so sacrebleu's
+    tests return their smallest p-value, 1/(n+1), which would read as significant."""
+    for cell in cells:
+        indices = members[cell.bucket]
+        if cell.system == baseline or not indices:
+            continue
+        if all(systems[cell.system][i] == systems[baseline][i] for i in indices):
+            cell.identical_to_baseline = True
+            for result in cell.results.values():
+                if result.p_value is not None:
+                    result.p_value = 1.0
 
 
 class _SubsetScoring:

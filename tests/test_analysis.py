@@ -14,6 +14,7 @@ from analysis.evaluate import evaluate_by_length
 from analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
 from analysis.lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
 from analysis.metrics import MetricConfig, sentence_statistics
+from analysis.render import latex_table, markdown_table
 
 WMT21 = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems"
 SACREBLEU_METRICS = {"bleu": BLEU, "ter": TER, "chrf": CHRF}
@@ -271,6 +272,36 @@ def test_intervals_contain_the_score_and_the_baseline_has_no_p_value(significanc
         assert (result.p_value is None) == (cell.system == "happypoet")
         if result.p_value is not None:
             assert 0 < result.p_value <= 1
+
+
+@pytest.mark.parametrize("paired_test", ["bs", "ar"])
+def test_a_system_identical_to_the_baseline_is_marked_not_significant(significance_data, paired_test):
+    lengths, references, hyps = significance_data
+    systems = {"Online-W": hyps["Online-W"], "copy": list(hyps["Online-W"]),
+               "happypoet": hyps["happypoet"]}
+    # "mixed": the copy with the sentences over 12 tokens taken from happypoet
+    systems["mixed"] = [b if length > 12 else a
+                        for a, b, length in zip(hyps["Online-W"], hyps["happypoet"], lengths)]
+    report = evaluate_by_length(lengths, references, systems, buckets_from_edges([12]),
+                                metrics=["bleu", "ter"], n_bootstrap=100, paired_test=paired_test,
+                                ar_trials=100, workers=1)
+    short, long = report.buckets
+    for bucket in (short, long, None):
+        copy = report.cell("copy", bucket)
+        assert copy.identical_to_baseline
+        assert all(result.p_value == 1.0 for result in copy.results.values())
+        assert not report.cell("happypoet", bucket).identical_to_baseline
+    assert report.cell("mixed", short).identical_to_baseline
+    assert not report.cell("mixed", long).identical_to_baseline
+    assert not report.cell("mixed", None).identical_to_baseline
+
+    table = markdown_table(report)
+    row = next(line for line in table.splitlines() if line.startswith("| copy |"))
+    assert all(cell.endswith("=") for cell in row.strip("| ").split(" | ")[1:])
+    mixed = next(line for line in table.splitlines() if line.startswith("| mixed |"))
+    assert mixed.split(" | ")[1].endswith("=") and not mixed.split(" | ")[3].endswith("=")
+    assert "= the same translations as Online-W" in table
+    assert latex_table(report).count("$^{=}$") == 6 + 2 + 1  # copy, mixed's short bucket, the note
 
 
 def test_unknown_baseline_is_refused(significance_data):

@@ -214,3 +214,17 @@ def test_module_entry_point_exits_2_with_one_line(data):
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == "error: bucket edges must be strictly increasing: 50,25\n"
+
+
+def test_a_system_identical_to_the_baseline_is_marked_in_every_format(data, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--system", f"copy={data[SYSTEMS[0]]}", "--metrics", "bleu,ter",
+                                                "--bootstrap", "100", "--edges", "none", "--out-dir", str(out)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| copy |"))
+    cells = row.strip("| ").split(" | ")[1:]
+    assert len(cells) == 4 and all(cell.endswith("=") and "*" not in cell for cell in cells)
+    copies = [r for r in json.loads((out / "report.json").read_text()) if r["system"] == "copy"]
+    assert all(r["identical_to_baseline"] and r["bleu_p"] == r["ter_p"] == 1.0 for r in copies)
+    with open(out / "report.csv", encoding="utf-8", newline="") as f:
+        assert {row["identical_to_baseline"] for row in csv.DictReader(f) if row["system"] == "copy"} == {"True"}
+    assert "$^{=}$" in (out / "report.tex").read_text(encoding="utf-8")
