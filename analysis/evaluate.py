@@ -93,8 +93,7 @@ def evaluate_by_length(
     baseline = names[0] if baseline is None else baseline
     if paired_test not in PAIRED_TESTS:
         raise InputError(f"unknown paired test {paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
-    if n_bootstrap < 0 or ar_trials < 1:
-        raise InputError("--bootstrap must be >= 0 and --ar-trials >= 1")
+    check_resampling(n_bootstrap, ar_trials, seed)
 
     configs = [MetricConfig(name, tokenize, lowercase) for name in metrics]
     stats = sentence_statistics(configs, references, systems, workers)
@@ -131,6 +130,13 @@ def evaluate_by_length(
 def check_baseline(baseline: Optional[str], names: Sequence[str]) -> None:
     if baseline is not None and baseline not in names:
         raise InputError(f"unknown baseline {baseline!r}; systems are {', '.join(names)}")
+
+
+def check_resampling(n_bootstrap: int, ar_trials: int, seed: int) -> None:
+    if n_bootstrap < 0 or ar_trials < 1:
+        raise InputError("--bootstrap must be >= 0 and --ar-trials >= 1")
+    if seed < 0:  # numpy's generators take no negative seed
+        raise InputError(f"--seed must be a non-negative integer, got {seed}")
 
 
 def _mark_identical_to_baseline(cells, members, systems, baseline) -> None:

@@ -3,7 +3,8 @@
 Every problem a user can cause is raised as ``InputError`` with a one-line message; the CLI
 prints it as ``error: ...`` and exits 2.  Plain text is one sentence per line, UTF-8.
 fairseq-generate output is recognised and read by sentence id, so that the order it prints
-in (batches sorted by length) does not matter.
+in (batches sorted by length) does not matter.  A file of empty lines is valid: a system
+that outputs nothing gets the scores of nothing.
 """
 import re
 from pathlib import Path
@@ -32,7 +33,7 @@ def read_lines(path) -> List[str]:
     separator inside a sentence cannot shift the alignment with the other files.
     """
     data = existing_file(path).read_bytes()
-    if not data.strip():
+    if not data:
         raise InputError(f"empty file: {path}")
     try:
         text = data.decode("utf-8")

@@ -3,19 +3,21 @@
     python -m analysis.report --source newstest.src --ref newstest.ref \\
         --system abs=abs.hyp --system rel=rel.hyp --baseline abs --out-dir report/
 
-The markdown table goes to stdout; files are written only once everything is computed
+The markdown table goes to stdout as soon as it is computed; files are written only then
 (to temporary names, then renamed), so bad input leaves none behind.  Bad input is a
-one-line ``error: ...`` on stderr and exit status 2.
+one-line ``error: ...`` on stderr and exit status 2, and every check that needs no scores
+(options, output folders, input files) comes before the scoring.
 """
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 from . import render
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
-from .evaluate import PAIRED_TESTS, check_baseline, evaluate_by_length
+from .evaluate import PAIRED_TESTS, check_baseline, check_resampling, evaluate_by_length
 from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
 from .lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
 from .metrics import METRICS, TOKENIZERS, parse_metrics
@@ -115,19 +117,24 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        markdown = run(args)
+        markdown, outputs = run(args)
+        # The table first, so that a failure to write the files does not lose the scores.
+        sys.stdout.write(markdown)
+        sys.stdout.flush()
+        write_atomically(outputs)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    sys.stdout.write(markdown)
     return 0
 
 
-def run(args: argparse.Namespace) -> str:
-    """Everything but the printing; returns the markdown report."""
+def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
+    """Everything but the printing and writing: the markdown report and the output files."""
     # Cheap checks first, so that a typo fails before minutes of TER.
     targets = _output_targets(args)
+    check_writable(targets.values())
     metrics = parse_metrics(args.metrics)
+    check_resampling(args.bootstrap, args.ar_trials, args.seed)
     buckets = None
     if args.quantiles is None:
         edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
@@ -162,8 +169,7 @@ def run(args: argparse.Namespace) -> str:
         workers=args.workers,
     )
     markdown = render.markdown_table(report, args.title)
-    write_atomically(_rendered_outputs(args, targets, report, markdown, lengths, length_label))
-    return markdown
+    return markdown, _rendered_outputs(args, targets, report, markdown, lengths, length_label)
 
 
 def _rendered_outputs(args, targets, report, markdown, lengths, length_label) -> Dict[Path, bytes]:
@@ -215,6 +221,26 @@ def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], st
     if args.spm_model:
         return sentencepiece_lengths(text, args.spm_model), f"{side} length (SentencePiece pieces)"
     return whitespace_lengths(text), f"{side} length (whitespace tokens)"
+
+
+def check_writable(paths) -> None:
+    """Every output's folder, or the nearest one that exists, must be a folder this process
+    can write in: tried with a temporary file, so that a read-only folder fails now and not
+    after the scoring."""
+    for path in paths:
+        if Path(path).is_dir():
+            raise InputError(f"cannot write {path}: it is a folder")
+        folder = Path(path).parent
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InputError(f"cannot write {path}: {folder} is not a folder")
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".relpos-report-probe."):
+                pass
+        except OSError as err:
+            raise InputError(f"cannot write {path}: {folder} is not writable "
+                             f"({err.strerror or err})") from None
 
 
 def _warn_if_tokenized(systems: Dict[str, List[str]]) -> None:

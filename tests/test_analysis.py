@@ -78,6 +78,11 @@ def test_read_lines_errors(tmp_path):
         read_lines(tmp_path / "latin1.txt")
 
 
+def test_a_file_of_empty_lines_is_a_valid_input(tmp_path):
+    (tmp_path / "nothing.txt").write_text("\n\n\n", encoding="utf-8")
+    assert read_lines(tmp_path / "nothing.txt") == ["", "", ""]
+
+
 def test_only_newline_ends_a_line(tmp_path):
     (tmp_path / "f.txt").write_text("a\u2028b\r\nc", encoding="utf-8")
     assert read_lines(tmp_path / "f.txt") == ["a\u2028b\r", "c"]
@@ -205,6 +210,16 @@ def test_empty_bucket_has_no_scores():
     assert report.sizes == [50, 0, 0]
     assert report.cell("Online-W", report.buckets[1]).results["bleu"].score is None
     assert report.cell("Online-W", report.buckets[1]).length_ratio is None
+
+
+def test_empty_translations_are_scored():
+    _, references, hyps = wmt21("de-en", systems=("Online-W",), lines=slice(60))
+    hyps["silent"] = [""] * 60
+    report = evaluate_by_length([1] * 60, references, hyps, buckets_from_edges([]), n_bootstrap=20,
+                                workers=1)
+    results = report.cell("silent", None).results
+    assert (results["bleu"].score, results["chrf"].score, results["ter"].score) == (0.0, 0.0, 100.0)
+    assert report.cell("silent", None).length_ratio == 0.0
 
 
 def test_statistics_do_not_depend_on_the_number_of_workers():

@@ -2,7 +2,9 @@
 outputs, fairseq-generate input, and one-line errors with no files left behind."""
 import csv
 import json
+import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +47,8 @@ def data(tmp_path_factory):
     generate = [f"S-{i}\t{source[i]}\nT-{i}\t{reference[i]}\nH-{i}\t-0.5\t{hyps[i]}\nP-{i}\t-0.5" for i in order]
     files["generate"] = folder / "generate.out"
     files["generate"].write_text("\n".join(generate) + "\n", encoding="utf-8")
+    files["silent"] = folder / "silent.en"
+    files["silent"].write_text("\n" * N_LINES, encoding="utf-8")
     return files
 
 
@@ -174,11 +178,13 @@ def _bad_inputs(data, folder):
         "edges not increasing": (["--edges", "25,50,40"], "bucket edges must be strictly increasing: 25,50,40"),
         "bad system spec": (["--system", "no-equals-sign"], "--system expects NAME=FILE"),
         "unknown metric": (["--metrics", "bleu,meteor"], "--metrics takes a list from bleu,ter,chrf"),
+        "negative seed": (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
     }
 
 
 BAD_INPUTS = ["mismatched line counts", "missing file", "empty file", "invalid UTF-8",
-              "unknown baseline", "edges not increasing", "bad system spec", "unknown metric"]
+              "unknown baseline", "edges not increasing", "bad system spec", "unknown metric",
+              "negative seed"]
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
@@ -228,3 +234,46 @@ def test_a_system_identical_to_the_baseline_is_marked_in_every_format(data, tmp_
     with open(out / "report.csv", encoding="utf-8", newline="") as f:
         assert {row["identical_to_baseline"] for row in csv.DictReader(f) if row["system"] == "copy"} == {"True"}
     assert "$^{=}$" in (out / "report.tex").read_text(encoding="utf-8")
+
+
+def test_a_system_of_empty_lines_is_scored(data, tmp_path, capsys):
+    path = tmp_path / "r.json"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--system", f"silent={data['silent']}", "--metrics", "bleu,ter",
+                                                "--bootstrap", "20", "--json", str(path)]) == 0
+    (record,) = [r for r in json.loads(path.read_text()) if r["system"] == "silent" and r["bucket"] == "all"]
+    # TER: with two references, the edits to the closer one over their average length
+    assert (record["bleu"], record["length_ratio"]) == (0.0, 0.0) and record["ter"] > 90
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    immutable = False
+    if os.access(folder, os.W_OK):  # root: the mode does not stop it, the immutable flag does
+        chattr = shutil.which("chattr")
+        immutable = bool(chattr) and subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode == 0
+        if not immutable:
+            folder.chmod(0o755)
+            pytest.skip("cannot make a folder read-only here")
+    yield folder
+    if immutable:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+    folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("where", ["read-only folder", "file as folder"])
+def test_unwritable_output_fails_before_any_input_is_read(data, tmp_path, capsys, request, where):
+    if where == "read-only folder":
+        out = request.getfixturevalue("read_only_folder") / "report"
+    else:
+        (tmp_path / "a-file").write_text("")
+        out = tmp_path / "a-file" / "report"
+    # the missing system file would be the first error, were the outputs checked later
+    status = main(base_args(data, SYSTEMS[:1]) + ["--system", f"gone={tmp_path / 'gone.en'}",
+                                                  "--out-dir", str(out)])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.startswith(f"error: cannot write {out / 'report.md'}: ")
+    assert "not writable" in captured.err or "not a folder" in captured.err
