@@ -70,8 +70,9 @@ def evaluate_by_length(
     buckets: Sequence[Bucket],
     metrics: Sequence[str] = METRICS,
     baseline: Optional[str] = None,
-    tokenize: str = "13a",
+    tokenize: Optional[str] = None,
     lowercase: bool = False,
+    target_lang: str = "",
     n_bootstrap: int = 1000,
     seed: int = 12345,
     paired_test: str = "bs",
@@ -95,7 +96,7 @@ def evaluate_by_length(
         raise InputError(f"unknown paired test {paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
     check_resampling(n_bootstrap, ar_trials, seed)
 
-    configs = [MetricConfig(name, tokenize, lowercase) for name in metrics]
+    configs = [MetricConfig(name, tokenize, lowercase, target_lang) for name in metrics]
     stats = sentence_statistics(configs, references, systems, workers)
     scoring = _SubsetScoring(
         names, baseline, {config.name: config.build() for config in configs}, stats,

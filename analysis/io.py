@@ -10,9 +10,12 @@ import re
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-# fairseq-generate prefixes: S- source, T- target (reference), H- hypothesis.
-FAIRSEQ_TAG = {"source": "S", "reference": "T", "system": "H"}
-_FAIRSEQ_LINE = re.compile(r"^([STH])-(\d+)\t(.*)$")
+# fairseq-generate prefixes: S- source, T- target (reference), H- hypothesis, D- the
+# hypothesis decoded by its --bpe / --tokenizer, as S- and T- lines are.  A system is
+# read from its D- lines where there are any, so that it matches the T- lines.
+FAIRSEQ_TAGS = {"source": ("S",), "reference": ("T",), "system": ("D", "H")}
+_SCORED_TAGS = ("H", "D")  # these carry a score before the text
+_FAIRSEQ_LINE = re.compile(r"^([STHD])-(\d+)\t(.*)$")
 
 
 class InputError(ValueError):
@@ -53,8 +56,8 @@ def is_fairseq_generate_output(lines: Sequence[str]) -> bool:
 def fairseq_segments(lines: Sequence[str], tag: str, path) -> List[str]:
     """The ``tag`` column of fairseq-generate output, in sentence-id order.
 
-    H- lines carry a score before the text; with ``--nbest`` > 1 the first H- line of an
-    id is the best hypothesis, so later ones are ignored.
+    H- and D- lines carry a score before the text; with ``--nbest`` > 1 the first line of
+    an id is the best hypothesis, so later ones are ignored.
     """
     by_id: Dict[int, str] = {}
     for line in lines:
@@ -62,7 +65,7 @@ def fairseq_segments(lines: Sequence[str], tag: str, path) -> List[str]:
         if not match or match.group(1) != tag:
             continue
         text = match.group(3)
-        if tag == "H":
+        if tag in _SCORED_TAGS:
             text = text.split("\t", 1)[1] if "\t" in text else ""
         by_id.setdefault(int(match.group(2)), text)
     if not by_id:
@@ -79,9 +82,12 @@ def fairseq_segments(lines: Sequence[str], tag: str, path) -> List[str]:
 def read_segments(path, role: str) -> List[str]:
     """Sentences of a ``role`` file ("source", "reference" or "system"), plain or fairseq."""
     lines = read_lines(path)
-    if is_fairseq_generate_output(lines):
-        return fairseq_segments(lines, FAIRSEQ_TAG[role], path)
-    return lines
+    if not is_fairseq_generate_output(lines):
+        return lines
+    tags = FAIRSEQ_TAGS[role]
+    present = {match.group(1) for match in map(_FAIRSEQ_LINE.match, lines) if match}
+    tag = next((tag for tag in tags if tag in present), tags[-1])
+    return fairseq_segments(lines, tag, path)
 
 
 def check_parallel(named_segments: Sequence[Tuple[str, Sequence[str]]]) -> None:

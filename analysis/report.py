@@ -19,8 +19,9 @@ from . import render
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
 from .evaluate import PAIRED_TESTS, check_baseline, check_resampling, evaluate_by_length
 from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
-from .lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
-from .metrics import METRICS, TOKENIZERS, parse_metrics
+from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
+from .metrics import METRICS, TOKENIZERS, MetricConfig, parse_metrics
+from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
     "markdown": "report.md",
@@ -60,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a system's translations; repeat for each system")
     inputs.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
+    inputs.add_argument("--allow-subwords", action="store_true",
+                        help="score references and translations that still carry BPE ('@@ ') or "
+                        "SentencePiece markers as they are (refused otherwise)")
 
     lengths = parser.add_argument_group("lengths and buckets")
     length_source = lengths.add_mutually_exclusive_group()
@@ -70,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                                help="segment with these subword-nmt BPE codes and count subwords")
     length_source.add_argument("--spm-model", metavar="F",
                                help="segment with this SentencePiece model and count pieces")
+    lengths.add_argument("--length-unit", choices=("token", "char"), default="token",
+                         help="token: whitespace tokens (default); char: characters other than "
+                         "whitespace, for unsegmented Chinese, Japanese, Thai, ... text")
     lengths.add_argument("--by-reference-length", action="store_true",
                          help="bucket by the (first) reference's length instead of the source's")
     edges = lengths.add_mutually_exclusive_group()
@@ -84,9 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     scoring = parser.add_argument_group("scoring (sacrebleu)")
     scoring.add_argument("--metrics", default=",".join(METRICS),
                          help="comma-separated subset of bleu,ter,chrf (default: all)")
-    scoring.add_argument("--tokenize", default="13a", choices=TOKENIZERS, metavar="TOK",
-                         help="BLEU tokenizer: 13a (default), none (pre-tokenized text, as in the "
-                         f"study), {', '.join(t for t in TOKENIZERS if t not in ('13a', 'none'))}")
+    scoring.add_argument("--target-lang", metavar="LANG", default="",
+                         help="language code of the translations: BLEU's tokenizer is then "
+                         "sacrebleu's for it (zh: zh, ja: ja-mecab, ko: ko-mecab, others: 13a)")
+    scoring.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
+                         help="BLEU tokenizer (default: 13a, or the one for --target-lang): none "
+                         "(pre-tokenized text, as in the study), "
+                         f"{', '.join(t for t in TOKENIZERS if t != 'none')}")
     scoring.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU and chrF")
     scoring.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                          help="bootstrap resamples for the 95%% intervals and the paired bootstrap "
@@ -135,6 +146,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     check_writable(targets.values())
     metrics = parse_metrics(args.metrics)
     check_resampling(args.bootstrap, args.ar_trials, args.seed)
+    bleu_tokenizer = _bleu_tokenizer(args) if "bleu" in metrics else None
     buckets = None
     if args.quantiles is None:
         edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
@@ -145,16 +157,37 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         raise InputError("--length-file already gives the lengths; drop --by-reference-length")
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
+    length_options = {"--length-file": args.length_file, "--bpe-codes": args.bpe_codes,
+                      "--spm-model": args.spm_model}
+    given = [f"{option} {value}" for option, value in length_options.items() if value]
+    if args.length_unit == "char" and given:
+        raise InputError(f"--length-unit char counts the characters of the text itself; "
+                         f"drop {given[0]}")
 
     source = read_segments(args.source, "source")
     references = [read_segments(path, "reference") for path in args.ref]
     systems = {name: read_segments(path, "system") for name, path in systems_files}
     length_lines = read_lines(args.length_file) if args.length_file else None
-    parallel = [(args.source, source)] + list(zip(args.ref, references))
-    parallel += [(path, systems[name]) for name, path in systems_files]
+    scored = list(zip(args.ref, references))
+    scored += [(path, systems[name]) for name, path in systems_files]
+    parallel = [(args.source, source)] + scored
     if length_lines is not None:
         parallel.append((args.length_file, length_lines))
     check_parallel(parallel)
+    if not args.allow_subwords:
+        for path, segments in scored:
+            check_no_subword_markers(path, segments)
+    if args.tokenize is None and bleu_tokenizer == "13a":
+        check_segmented(
+            args.ref[0], references[0],
+            "BLEU's 13a tokenizer would take whole clauses for words: pass --target-lang (zh, "
+            "ja, ko: sacrebleu's tokenizer for that language) or --tokenize (e.g. char)",
+        )
+    if "ter" in metrics:
+        check_segmented(
+            args.ref[0], references[0],
+            "TER would take whole clauses for words: leave it out (--metrics bleu,chrf)",
+        )
 
     lengths, length_label = _lengths(args, source, references[0], length_lines)
     if buckets is None:
@@ -164,9 +197,9 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
 
     report = evaluate_by_length(
         lengths, references, systems, buckets, metrics=metrics, baseline=args.baseline,
-        tokenize=args.tokenize, lowercase=args.lowercase, n_bootstrap=args.bootstrap,
-        seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
-        workers=args.workers,
+        tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
+        n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test,
+        ar_trials=args.ar_trials, workers=args.workers,
     )
     markdown = render.markdown_table(report, args.title)
     return markdown, _rendered_outputs(args, targets, report, markdown, lengths, length_label)
@@ -213,14 +246,36 @@ def _output_targets(args) -> Dict[str, Path]:
 def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], str]:
     """Sentence lengths and what they count, for the histogram's axis."""
     if length_lines is not None:
+        check_segmented(args.length_file, length_lines, "its whitespace tokens are no length: "
+                        "give the segmented text (the subwords the system reads)")
         label = f"length (tokens of {Path(args.length_file).name})"
         return whitespace_lengths(length_lines), label
-    text, side = (first_reference, "reference") if args.by_reference_length else (source, "source")
+    if args.by_reference_length:
+        path, text, side = args.ref[0], first_reference, "reference"
+    else:
+        path, text, side = args.source, source, "source"
     if args.bpe_codes:
         return bpe_lengths(text, args.bpe_codes), f"{side} length (BPE subwords)"
     if args.spm_model:
         return sentencepiece_lengths(text, args.spm_model), f"{side} length (SentencePiece pieces)"
+    if args.length_unit == "char":
+        return char_lengths(text), f"{side} length (characters)"
+    check_segmented(path, text, "its whitespace tokens are no length: count its subwords with "
+                    "--spm-model or --bpe-codes, give them with --length-file, or count "
+                    "characters with --length-unit char")
     return whitespace_lengths(text), f"{side} length (whitespace tokens)"
+
+
+def _bleu_tokenizer(args) -> str:
+    """The name sacrebleu gives the BLEU tokenizer of these options; before the scoring,
+    so that a missing extra package (MeCab for ja and ko) is an error now."""
+    config = MetricConfig("bleu", args.tokenize, args.lowercase, args.target_lang)
+    try:
+        return config.build().tokenizer_signature
+    except (RuntimeError, ImportError, OSError) as err:
+        option = "--tokenize" if args.tokenize else "--target-lang"
+        raise InputError(f"BLEU's tokenizer for {option} {args.tokenize or args.target_lang} is "
+                         f"not available: {' '.join(str(err).split())}") from None
 
 
 def check_writable(paths) -> None:
