@@ -29,12 +29,15 @@ class Cell:
     """One system on one bucket; ``bucket`` None stands for the whole test set.
 
     ``length_ratio``: hypothesis over reference length (BLEU's ratio; None without BLEU or
-    sentences), which tells a system that stops early from one that runs on."""
+    sentences), which tells a system that stops early from one that runs on.
+    ``identical_to_baseline``: the system's translations of these sentences are the
+    baseline's, so there is no difference to test."""
     system: str
     bucket: Optional[Bucket]
     n: int
     results: Dict[str, MetricResult]
     length_ratio: Optional[float] = None
+    identical_to_baseline: bool = False
 
 
 @dataclass
@@ -67,8 +70,9 @@ def evaluate_by_length(
     buckets: Sequence[Bucket],
     metrics: Sequence[str] = METRICS,
     baseline: Optional[str] = None,
-    tokenize: str = "13a",
+    tokenize: Optional[str] = None,
     lowercase: bool = False,
+    target_lang: str = "",
     n_bootstrap: int = 1000,
     seed: int = 12345,
     paired_test: str = "bs",
@@ -90,10 +94,9 @@ def evaluate_by_length(
     baseline = names[0] if baseline is None else baseline
     if paired_test not in PAIRED_TESTS:
         raise InputError(f"unknown paired test {paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
-    if n_bootstrap < 0 or ar_trials < 1:
-        raise InputError("--bootstrap must be >= 0 and --ar-trials >= 1")
+    check_resampling(n_bootstrap, ar_trials, seed)
 
-    configs = [MetricConfig(name, tokenize, lowercase) for name in metrics]
+    configs = [MetricConfig(name, tokenize, lowercase, target_lang) for name in metrics]
     stats = sentence_statistics(configs, references, systems, workers)
     scoring = _SubsetScoring(
         names, baseline, {config.name: config.build() for config in configs}, stats,
@@ -102,6 +105,7 @@ def evaluate_by_length(
     members = bucket_members(lengths, buckets)
     groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
     cells = [cell for bucket, indices in groups for cell in scoring.cells(bucket, indices)]
+    _mark_identical_to_baseline(cells, dict(groups), systems, baseline)
 
     resampling = {"seed": seed, "bs": n_bootstrap or None}
     if paired_test == "ar":
@@ -127,6 +131,29 @@ def evaluate_by_length(
 def check_baseline(baseline: Optional[str], names: Sequence[str]) -> None:
     if baseline is not None and baseline not in names:
         raise InputError(f"unknown baseline {baseline!r}; systems are {', '.join(names)}")
+
+
+def check_resampling(n_bootstrap: int, ar_trials: int, seed: int) -> None:
+    if n_bootstrap < 0 or ar_trials < 1:
+        raise InputError("--bootstrap must be >= 0 and --ar-trials >= 1")
+    if seed < 0:  # numpy's generators take no negative seed
+        raise InputError(f"--seed must be a non-negative integer, got {seed}")
+
+
+def _mark_identical_to_baseline(cells, members, systems, baseline) -> None:
+    """Flag the cells whose translations are the baseline's and set their p-values to 1.
+
+    No resample of an identical pair differs more than the observed zero, so sacrebleu's
+    tests return their smallest p-value, 1/(n+1), which would read as significant."""
+    for cell in cells:
+        indices = members[cell.bucket]
+        if cell.system == baseline or not indices:
+            continue
+        if all(systems[cell.system][i] == systems[baseline][i] for i in indices):
+            cell.identical_to_baseline = True
+            for result in cell.results.values():
+                if result.p_value is not None:
+                    result.p_value = 1.0
 
 
 class _SubsetScoring:

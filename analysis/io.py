@@ -3,15 +3,19 @@
 Every problem a user can cause is raised as ``InputError`` with a one-line message; the CLI
 prints it as ``error: ...`` and exits 2.  Plain text is one sentence per line, UTF-8.
 fairseq-generate output is recognised and read by sentence id, so that the order it prints
-in (batches sorted by length) does not matter.
+in (batches sorted by length) does not matter.  A file of empty lines is valid: a system
+that outputs nothing gets the scores of nothing.
 """
 import re
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-# fairseq-generate prefixes: S- source, T- target (reference), H- hypothesis.
-FAIRSEQ_TAG = {"source": "S", "reference": "T", "system": "H"}
-_FAIRSEQ_LINE = re.compile(r"^([STH])-(\d+)\t(.*)$")
+# fairseq-generate prefixes: S- source, T- target (reference), H- hypothesis, D- the
+# hypothesis decoded by its --bpe / --tokenizer, as S- and T- lines are.  A system is
+# read from its D- lines where there are any, so that it matches the T- lines.
+FAIRSEQ_TAGS = {"source": ("S",), "reference": ("T",), "system": ("D", "H")}
+_SCORED_TAGS = ("H", "D")  # these carry a score before the text
+_FAIRSEQ_LINE = re.compile(r"^([STHD])-(\d+)\t(.*)$")
 
 
 class InputError(ValueError):
@@ -32,7 +36,7 @@ def read_lines(path) -> List[str]:
     separator inside a sentence cannot shift the alignment with the other files.
     """
     data = existing_file(path).read_bytes()
-    if not data.strip():
+    if not data:
         raise InputError(f"empty file: {path}")
     try:
         text = data.decode("utf-8")
@@ -52,8 +56,8 @@ def is_fairseq_generate_output(lines: Sequence[str]) -> bool:
 def fairseq_segments(lines: Sequence[str], tag: str, path) -> List[str]:
     """The ``tag`` column of fairseq-generate output, in sentence-id order.
 
-    H- lines carry a score before the text; with ``--nbest`` > 1 the first H- line of an
-    id is the best hypothesis, so later ones are ignored.
+    H- and D- lines carry a score before the text; with ``--nbest`` > 1 the first line of
+    an id is the best hypothesis, so later ones are ignored.
     """
     by_id: Dict[int, str] = {}
     for line in lines:
@@ -61,7 +65,7 @@ def fairseq_segments(lines: Sequence[str], tag: str, path) -> List[str]:
         if not match or match.group(1) != tag:
             continue
         text = match.group(3)
-        if tag == "H":
+        if tag in _SCORED_TAGS:
             text = text.split("\t", 1)[1] if "\t" in text else ""
         by_id.setdefault(int(match.group(2)), text)
     if not by_id:
@@ -78,9 +82,12 @@ def fairseq_segments(lines: Sequence[str], tag: str, path) -> List[str]:
 def read_segments(path, role: str) -> List[str]:
     """Sentences of a ``role`` file ("source", "reference" or "system"), plain or fairseq."""
     lines = read_lines(path)
-    if is_fairseq_generate_output(lines):
-        return fairseq_segments(lines, FAIRSEQ_TAG[role], path)
-    return lines
+    if not is_fairseq_generate_output(lines):
+        return lines
+    tags = FAIRSEQ_TAGS[role]
+    present = {match.group(1) for match in map(_FAIRSEQ_LINE.match, lines) if match}
+    tag = next((tag for tag in tags if tag in present), tags[-1])
+    return fairseq_segments(lines, tag, path)
 
 
 def check_parallel(named_segments: Sequence[Tuple[str, Sequence[str]]]) -> None:

@@ -2,7 +2,8 @@
 
 The study counts subword tokens of the segmented source.  Given already segmented text,
 whitespace tokens are those subwords; raw text can be segmented here with the BPE codes
-(subword-nmt) or the SentencePiece model the system was trained with.
+(subword-nmt) or the SentencePiece model the system was trained with, or measured in
+characters.
 """
 from typing import List, Sequence
 
@@ -11,6 +12,12 @@ from .io import InputError, existing_file
 
 def whitespace_lengths(lines: Sequence[str]) -> List[int]:
     return [len(line.split()) for line in lines]
+
+
+def char_lengths(lines: Sequence[str]) -> List[int]:
+    """Characters other than whitespace: a length for text written without spaces between
+    words (Chinese, Japanese, Thai) when no segmentation model is at hand."""
+    return [len("".join(line.split())) for line in lines]
 
 
 def bpe_lengths(lines: Sequence[str], codes_path) -> List[int]:

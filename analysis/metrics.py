@@ -28,17 +28,22 @@ _MIN_CHUNK = 50
 
 @dataclass(frozen=True)
 class MetricConfig:
+    """``tokenize`` None: BLEU's tokenizer is sacrebleu's choice for ``target_lang`` (zh for
+    Chinese, ja-mecab for Japanese, ko-mecab for Korean, else 13a)."""
     name: str
-    tokenize: str = "13a"
+    tokenize: Optional[str] = None
     lowercase: bool = False
+    target_lang: str = ""
 
     def build(self, references: Optional[Sequence[Sequence[str]]] = None) -> Metric:
         """The sacrebleu metric; with ``references`` it caches their n-grams / words."""
         if self.name == "bleu":
             # force: sacrebleu's "looks tokenized" warning would repeat for every chunk;
-            # the CLI checks that once per system instead (see report.py).
+            # the CLI checks that once per system instead (see report.py).  trg_lang only
+            # picks the tokenizer; beside an explicit one it would just warn, per chunk too.
             return BLEU(
-                tokenize=self.tokenize, lowercase=self.lowercase, force=True, references=references
+                tokenize=self.tokenize, lowercase=self.lowercase, force=True, references=references,
+                trg_lang=self.target_lang if self.tokenize is None else "",
             )
         if self.name == "ter":
             return TER(references=references)

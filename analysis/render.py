@@ -47,6 +47,7 @@ def records(report: LengthReport) -> List[dict]:
             "bucket_hi": cell.bucket.hi if cell.bucket else None,
             "n": cell.n,
             "length_ratio": cell.length_ratio,
+            "identical_to_baseline": cell.identical_to_baseline,
         }
         for metric in METRICS:
             result = cell.results.get(metric)
@@ -87,7 +88,7 @@ def markdown_table(report: LengthReport, title: Optional[str] = None) -> str:
     sizes += [cell for size in _size_cells(report, "†") for cell in [size] + padding]
     lines = [_markdown_row(header), _markdown_row(align), _markdown_row(sizes)]
     for system in report.systems:
-        cells = _score_cells(report, system, groups, "\\*", empty="–")
+        cells = _score_cells(report, system, groups, "\\*", "=", empty="–")
         lines.append(_markdown_row([_system_label(report, system)] + cells))
     signatures = [
         f"- {DISPLAY_NAMES[metric]}: `{report.signatures[metric]}`" for metric in report.metrics
@@ -95,7 +96,7 @@ def markdown_table(report: LengthReport, title: Optional[str] = None) -> str:
     return (
         (f"## {title}\n\n" if title else "")
         + "\n".join(lines) + "\n\n"
-        + _note(report, "\\*", "†") + "\n\n"
+        + _note(report, "\\*", "†", "=") + "\n\n"
         + "sacrebleu signatures:\n\n" + "\n".join(signatures) + "\n"
     )
 
@@ -127,9 +128,9 @@ def latex_table(report: LengthReport, title: Optional[str] = None) -> str:
         "\\midrule",
     ]
     for system in report.systems:
-        cells = _score_cells(report, system, groups, "$^*$", empty="--")
+        cells = _score_cells(report, system, groups, "$^*$", "$^{=}$", empty="--")
         lines.append(f"{_latex_escape(_system_label(report, system))} & {' & '.join(cells)} \\\\")
-    caption = _note(report, "$^*$", "$^\\dagger$", _latex_escape)
+    caption = _note(report, "$^*$", "$^\\dagger$", "$^{=}$", _latex_escape)
     if title:
         caption = f"{_latex_escape(title)}. {caption}"
     lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{caption}}}", "\\end{table}"]
@@ -161,7 +162,7 @@ def bucket_plot(report: LengthReport, title: Optional[str] = None,
                 yerr=errors if report.n_bootstrap > 0 else None,
                 marker="o", markersize=4, capsize=3,
                 linewidth=2.2 if system == report.baseline else 1.2,
-                label=_system_label(report, system),
+                label=_legend_label(report, system),
             )
         axis.set_xticks(positions, [f"{b.label}\nn={n}" for b, n in zip(buckets, report.sizes)])
         direction = "lower" if metric in _LOWER_IS_BETTER else "higher"
@@ -233,9 +234,18 @@ def _system_label(report: LengthReport, system: str) -> str:
     return f"{system} (baseline)" if system == report.baseline else system
 
 
-def _score_cells(report: LengthReport, system: str, groups, marker: str, empty: str) -> List[str]:
+def _legend_label(report: LengthReport, system: str) -> str:
+    """The system's label, saying so where its line hides under the baseline's."""
+    if report.cell(system, None).identical_to_baseline:
+        return f"{system} (identical to {report.baseline})"
+    return _system_label(report, system)
+
+
+def _score_cells(report: LengthReport, system: str, groups, marker: str, identical_marker: str,
+                 empty: str) -> List[str]:
     """Scores with one decimal; ``marker`` after those significantly different from the
-    baseline's in the same bucket, ``empty`` for empty buckets."""
+    baseline's in the same bucket, ``identical_marker`` after those of translations that
+    are the baseline's, ``empty`` for empty buckets."""
     cells = []
     for bucket in groups:
         cell = report.cell(system, bucket)
@@ -243,6 +253,9 @@ def _score_cells(report: LengthReport, system: str, groups, marker: str, empty: 
             result = cell.results[metric]
             if result.score is None:
                 cells.append(empty)
+                continue
+            if cell.identical_to_baseline:
+                cells.append(f"{result.score:.1f}{identical_marker}")
                 continue
             significant = (
                 result.p_value is not None
@@ -253,10 +266,18 @@ def _score_cells(report: LengthReport, system: str, groups, marker: str, empty: 
     return cells
 
 
-def _note(report: LengthReport, marker: str, thin_marker: str, escape=lambda text: text) -> str:
-    """What the table's significance ``marker`` and small-bucket ``thin_marker`` mean."""
+def _note(report: LengthReport, marker: str, thin_marker: str, identical_marker: str,
+          escape=lambda text: text) -> str:
+    """What the table's significance ``marker``, small-bucket ``thin_marker`` and
+    ``identical_marker`` mean."""
+    identical = ""
+    if any(cell.identical_to_baseline for cell in report.cells):
+        identical = " " + identical_marker + escape(
+            f" the same translations as {report.baseline}: no difference to test (p = 1)."
+        )
     if not report.has_significance:
-        return escape("No resampling (--bootstrap 0): no confidence intervals or tests.")
+        note = escape("No resampling (--bootstrap 0): no confidence intervals or tests.")
+        return note + identical
     if report.paired_test == "ar":
         samples = f"{report.ar_trials} trials"
     else:
@@ -271,7 +292,7 @@ def _note(report: LengthReport, marker: str, thin_marker: str, escape=lambda tex
             f" fewer than {MIN_SIZE_FOR_MARKS} sentences: too few to resample, so no marks "
             "(p-values are in the JSON/CSV output)."
         )
-    return note
+    return note + identical
 
 
 def _markdown_row(cells: Sequence[str]) -> str:

@@ -3,22 +3,25 @@
     python -m analysis.report --source newstest.src --ref newstest.ref \\
         --system abs=abs.hyp --system rel=rel.hyp --baseline abs --out-dir report/
 
-The markdown table goes to stdout; files are written only once everything is computed
+The markdown table goes to stdout as soon as it is computed; files are written only then
 (to temporary names, then renamed), so bad input leaves none behind.  Bad input is a
-one-line ``error: ...`` on stderr and exit status 2.
+one-line ``error: ...`` on stderr and exit status 2, and every check that needs no scores
+(options, output folders, input files) comes before the scoring.
 """
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 from . import render
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
-from .evaluate import PAIRED_TESTS, check_baseline, evaluate_by_length
+from .evaluate import PAIRED_TESTS, check_baseline, check_resampling, evaluate_by_length
 from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
-from .lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
-from .metrics import METRICS, TOKENIZERS, parse_metrics
+from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
+from .metrics import METRICS, TOKENIZERS, MetricConfig, parse_metrics
+from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
     "markdown": "report.md",
@@ -58,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a system's translations; repeat for each system")
     inputs.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
+    inputs.add_argument("--allow-subwords", action="store_true",
+                        help="score references and translations that still carry BPE ('@@ ') or "
+                        "SentencePiece markers as they are (refused otherwise)")
 
     lengths = parser.add_argument_group("lengths and buckets")
     length_source = lengths.add_mutually_exclusive_group()
@@ -68,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                                help="segment with these subword-nmt BPE codes and count subwords")
     length_source.add_argument("--spm-model", metavar="F",
                                help="segment with this SentencePiece model and count pieces")
+    lengths.add_argument("--length-unit", choices=("token", "char"), default="token",
+                         help="token: whitespace tokens (default); char: characters other than "
+                         "whitespace, for unsegmented Chinese, Japanese, Thai, ... text")
     lengths.add_argument("--by-reference-length", action="store_true",
                          help="bucket by the (first) reference's length instead of the source's")
     edges = lengths.add_mutually_exclusive_group()
@@ -82,9 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     scoring = parser.add_argument_group("scoring (sacrebleu)")
     scoring.add_argument("--metrics", default=",".join(METRICS),
                          help="comma-separated subset of bleu,ter,chrf (default: all)")
-    scoring.add_argument("--tokenize", default="13a", choices=TOKENIZERS, metavar="TOK",
-                         help="BLEU tokenizer: 13a (default), none (pre-tokenized text, as in the "
-                         f"study), {', '.join(t for t in TOKENIZERS if t not in ('13a', 'none'))}")
+    scoring.add_argument("--target-lang", metavar="LANG", default="",
+                         help="language code of the translations: BLEU's tokenizer is then "
+                         "sacrebleu's for it (zh: zh, ja: ja-mecab, ko: ko-mecab, others: 13a)")
+    scoring.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
+                         help="BLEU tokenizer (default: 13a, or the one for --target-lang): none "
+                         "(pre-tokenized text, as in the study), "
+                         f"{', '.join(t for t in TOKENIZERS if t != 'none')}")
     scoring.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU and chrF")
     scoring.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                          help="bootstrap resamples for the 95%% intervals and the paired bootstrap "
@@ -115,19 +128,25 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        markdown = run(args)
+        markdown, outputs = run(args)
+        # The table first, so that a failure to write the files does not lose the scores.
+        sys.stdout.write(markdown)
+        sys.stdout.flush()
+        write_atomically(outputs)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    sys.stdout.write(markdown)
     return 0
 
 
-def run(args: argparse.Namespace) -> str:
-    """Everything but the printing; returns the markdown report."""
+def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
+    """Everything but the printing and writing: the markdown report and the output files."""
     # Cheap checks first, so that a typo fails before minutes of TER.
     targets = _output_targets(args)
+    check_writable(targets.values())
     metrics = parse_metrics(args.metrics)
+    check_resampling(args.bootstrap, args.ar_trials, args.seed)
+    bleu_tokenizer = _bleu_tokenizer(args) if "bleu" in metrics else None
     buckets = None
     if args.quantiles is None:
         edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
@@ -138,16 +157,37 @@ def run(args: argparse.Namespace) -> str:
         raise InputError("--length-file already gives the lengths; drop --by-reference-length")
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
+    length_options = {"--length-file": args.length_file, "--bpe-codes": args.bpe_codes,
+                      "--spm-model": args.spm_model}
+    given = [f"{option} {value}" for option, value in length_options.items() if value]
+    if args.length_unit == "char" and given:
+        raise InputError(f"--length-unit char counts the characters of the text itself; "
+                         f"drop {given[0]}")
 
     source = read_segments(args.source, "source")
     references = [read_segments(path, "reference") for path in args.ref]
     systems = {name: read_segments(path, "system") for name, path in systems_files}
     length_lines = read_lines(args.length_file) if args.length_file else None
-    parallel = [(args.source, source)] + list(zip(args.ref, references))
-    parallel += [(path, systems[name]) for name, path in systems_files]
+    scored = list(zip(args.ref, references))
+    scored += [(path, systems[name]) for name, path in systems_files]
+    parallel = [(args.source, source)] + scored
     if length_lines is not None:
         parallel.append((args.length_file, length_lines))
     check_parallel(parallel)
+    if not args.allow_subwords:
+        for path, segments in scored:
+            check_no_subword_markers(path, segments)
+    if args.tokenize is None and bleu_tokenizer == "13a":
+        check_segmented(
+            args.ref[0], references[0],
+            "BLEU's 13a tokenizer would take whole clauses for words: pass --target-lang (zh, "
+            "ja, ko: sacrebleu's tokenizer for that language) or --tokenize (e.g. char)",
+        )
+    if "ter" in metrics:
+        check_segmented(
+            args.ref[0], references[0],
+            "TER would take whole clauses for words: leave it out (--metrics bleu,chrf)",
+        )
 
     lengths, length_label = _lengths(args, source, references[0], length_lines)
     if buckets is None:
@@ -157,13 +197,12 @@ def run(args: argparse.Namespace) -> str:
 
     report = evaluate_by_length(
         lengths, references, systems, buckets, metrics=metrics, baseline=args.baseline,
-        tokenize=args.tokenize, lowercase=args.lowercase, n_bootstrap=args.bootstrap,
-        seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
-        workers=args.workers,
+        tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
+        n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test,
+        ar_trials=args.ar_trials, workers=args.workers,
     )
     markdown = render.markdown_table(report, args.title)
-    write_atomically(_rendered_outputs(args, targets, report, markdown, lengths, length_label))
-    return markdown
+    return markdown, _rendered_outputs(args, targets, report, markdown, lengths, length_label)
 
 
 def _rendered_outputs(args, targets, report, markdown, lengths, length_label) -> Dict[Path, bytes]:
@@ -207,14 +246,56 @@ def _output_targets(args) -> Dict[str, Path]:
 def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], str]:
     """Sentence lengths and what they count, for the histogram's axis."""
     if length_lines is not None:
+        check_segmented(args.length_file, length_lines, "its whitespace tokens are no length: "
+                        "give the segmented text (the subwords the system reads)")
         label = f"length (tokens of {Path(args.length_file).name})"
         return whitespace_lengths(length_lines), label
-    text, side = (first_reference, "reference") if args.by_reference_length else (source, "source")
+    if args.by_reference_length:
+        path, text, side = args.ref[0], first_reference, "reference"
+    else:
+        path, text, side = args.source, source, "source"
     if args.bpe_codes:
         return bpe_lengths(text, args.bpe_codes), f"{side} length (BPE subwords)"
     if args.spm_model:
         return sentencepiece_lengths(text, args.spm_model), f"{side} length (SentencePiece pieces)"
+    if args.length_unit == "char":
+        return char_lengths(text), f"{side} length (characters)"
+    check_segmented(path, text, "its whitespace tokens are no length: count its subwords with "
+                    "--spm-model or --bpe-codes, give them with --length-file, or count "
+                    "characters with --length-unit char")
     return whitespace_lengths(text), f"{side} length (whitespace tokens)"
+
+
+def _bleu_tokenizer(args) -> str:
+    """The name sacrebleu gives the BLEU tokenizer of these options; before the scoring,
+    so that a missing extra package (MeCab for ja and ko) is an error now."""
+    config = MetricConfig("bleu", args.tokenize, args.lowercase, args.target_lang)
+    try:
+        return config.build().tokenizer_signature
+    except (RuntimeError, ImportError, OSError) as err:
+        option = "--tokenize" if args.tokenize else "--target-lang"
+        raise InputError(f"BLEU's tokenizer for {option} {args.tokenize or args.target_lang} is "
+                         f"not available: {' '.join(str(err).split())}") from None
+
+
+def check_writable(paths) -> None:
+    """Every output's folder, or the nearest one that exists, must be a folder this process
+    can write in: tried with a temporary file, so that a read-only folder fails now and not
+    after the scoring."""
+    for path in paths:
+        if Path(path).is_dir():
+            raise InputError(f"cannot write {path}: it is a folder")
+        folder = Path(path).parent
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir():
+            raise InputError(f"cannot write {path}: {folder} is not a folder")
+        try:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".relpos-report-probe."):
+                pass
+        except OSError as err:
+            raise InputError(f"cannot write {path}: {folder} is not writable "
+                             f"({err.strerror or err})") from None
 
 
 def _warn_if_tokenized(systems: Dict[str, List[str]]) -> None:

@@ -12,8 +12,10 @@ from analysis import bootstrap
 from analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
 from analysis.evaluate import evaluate_by_length
 from analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
-from analysis.lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
+from analysis.lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
 from analysis.metrics import MetricConfig, sentence_statistics
+from analysis.render import latex_table, markdown_table
+from analysis.textcheck import check_no_subword_markers, check_segmented, unsegmented_chars_per_token
 
 WMT21 = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems"
 SACREBLEU_METRICS = {"bleu": BLEU, "ter": TER, "chrf": CHRF}
@@ -77,6 +79,11 @@ def test_read_lines_errors(tmp_path):
         read_lines(tmp_path / "latin1.txt")
 
 
+def test_a_file_of_empty_lines_is_a_valid_input(tmp_path):
+    (tmp_path / "nothing.txt").write_text("\n\n\n", encoding="utf-8")
+    assert read_lines(tmp_path / "nothing.txt") == ["", "", ""]
+
+
 def test_only_newline_ends_a_line(tmp_path):
     (tmp_path / "f.txt").write_text("a\u2028b\r\nc", encoding="utf-8")
     assert read_lines(tmp_path / "f.txt") == ["a\u2028b\r", "c"]
@@ -93,12 +100,17 @@ def test_fairseq_generate_output_is_read_in_id_order(tmp_path):
     lines = ["2024-01-01 12:00:00 | INFO | fairseq_cli.generate | loading model"]
     for i in order:
         lines += [f"S-{i}\tquelle {i}", f"T-{i}\t{sentences[i]}", f"H-{i}\t-0.25\thyp {i}",
-                  f"D-{i}\t-0.25\tdetok hyp {i}", f"P-{i}\t-0.1 -0.2", f"H-{i}\t-0.90\tworse hyp {i}"]
+                  f"D-{i}\t-0.25\tdetok hyp {i}", f"P-{i}\t-0.1 -0.2", f"H-{i}\t-0.90\tworse hyp {i}",
+                  f"D-{i}\t-0.90\tworse detok hyp {i}"]
     lines.append("Generate test with beam=5: BLEU4 = 30.00")
     path = tmp_path / "generate.out"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert read_segments(path, "reference") == sentences
-    assert read_segments(path, "system") == [f"hyp {i}" for i in range(6)]
+    # the D- lines (decoded like the T- lines) where there are any, else the H- lines
+    assert read_segments(path, "system") == [f"detok hyp {i}" for i in range(6)]
+    without_d = tmp_path / "generate-no-d.out"
+    without_d.write_text("".join(line + "\n" for line in lines if not line.startswith("D-")), encoding="utf-8")
+    assert read_segments(without_d, "system") == [f"hyp {i}" for i in range(6)]
     assert read_segments(path, "source") == [f"quelle {i}" for i in range(6)]
     assert fairseq_segments(["H-0\t-1.5\t"], "H", path) == [""]
     with pytest.raises(InputError, match="without H- lines for 1 sentence ids"):
@@ -128,6 +140,27 @@ def test_bpe_and_sentencepiece_lengths_count_subwords(tmp_path):
     processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "spm.model"))
     assert pieces == [len(processor.encode(line, out_type=str)) for line in source]
     assert sum(pieces) > sum(words)
+
+
+def test_subword_markers_are_refused_unless_stray():
+    bpe = ["das ist ein Sa@@ tz", "noch ei@@ ner", "ohne", "am En@@"] * 25
+    with pytest.raises(InputError, match=r"hyp\.en: 75 of 100 lines still carry BPE .*--remove-bpe"):
+        check_no_subword_markers("hyp.en", bpe)
+    with pytest.raises(InputError, match="SentencePiece .*--allow-subwords"):
+        check_no_subword_markers("hyp.en", ["\u2581das \u2581ist"] * 3)
+    check_no_subword_markers("hyp.en", ["mail me @@ home"] + ["a plain sentence"] * 199)
+    check_no_subword_markers("hyp.en", ["E@@mail ist kein Marker", "plain"])
+
+
+def test_unsegmented_text_is_told_from_segmented_text():
+    source, references, _ = wmt21("zh-en", lines=slice(200))
+    assert unsegmented_chars_per_token(source) > 20
+    with pytest.raises(InputError, match="src.zh looks like text written without spaces .* use --spm-model"):
+        check_segmented("src.zh", source, "use --spm-model")
+    by_character = [" ".join(line.replace(" ", "")) for line in source]
+    assert unsegmented_chars_per_token(by_character) is None
+    assert unsegmented_chars_per_token(references[0]) is None
+    assert char_lengths(["新华 时评：", "a b"]) == [5, 2]
 
 
 # --- bootstrap building blocks -------------------------------------------------------------
@@ -206,6 +239,32 @@ def test_empty_bucket_has_no_scores():
     assert report.cell("Online-W", report.buckets[1]).length_ratio is None
 
 
+def test_empty_translations_are_scored():
+    _, references, hyps = wmt21("de-en", systems=("Online-W",), lines=slice(60))
+    hyps["silent"] = [""] * 60
+    report = evaluate_by_length([1] * 60, references, hyps, buckets_from_edges([]), n_bootstrap=20,
+                                workers=1)
+    results = report.cell("silent", None).results
+    assert (results["bleu"].score, results["chrf"].score, results["ter"].score) == (0.0, 0.0, 100.0)
+    assert report.cell("silent", None).length_ratio == 0.0
+
+
+def test_target_language_picks_sacrebleus_tokenizer():
+    # Chinese as the target: the Zh->En sources against copies with every ninth character
+    # replaced; 13a sees whole clauses as words, so one changed character loses them all
+    source, _, _ = wmt21("zh-en", lines=slice(80))
+    hyps = {"changed": ["".join("的" if i % 9 == 4 else c for i, c in enumerate(line)) for line in source]}
+    report = evaluate_by_length([1] * 80, [source], hyps, buckets_from_edges([]), metrics=["bleu"],
+                                target_lang="zh", n_bootstrap=0, workers=1)
+    expected = BLEU(tokenize="zh").corpus_score(hyps["changed"], [source]).score
+    assert report.cell("changed", None).results["bleu"].score == expected
+    assert expected > 10 * BLEU().corpus_score(hyps["changed"], [source]).score
+    assert "|tok:zh|" in report.signatures["bleu"]
+    explicit = evaluate_by_length([1] * 80, [source], hyps, buckets_from_edges([]), metrics=["bleu"],
+                                  target_lang="zh", tokenize="char", n_bootstrap=0, workers=1)
+    assert "|tok:char|" in explicit.signatures["bleu"]
+
+
 def test_statistics_do_not_depend_on_the_number_of_workers():
     _, references, hyps = wmt21("zh-en", systems=("Borderline", "Facebook-AI"), lines=slice(300))
     configs = [MetricConfig("bleu"), MetricConfig("chrf")]
@@ -271,6 +330,36 @@ def test_intervals_contain_the_score_and_the_baseline_has_no_p_value(significanc
         assert (result.p_value is None) == (cell.system == "happypoet")
         if result.p_value is not None:
             assert 0 < result.p_value <= 1
+
+
+@pytest.mark.parametrize("paired_test", ["bs", "ar"])
+def test_a_system_identical_to_the_baseline_is_marked_not_significant(significance_data, paired_test):
+    lengths, references, hyps = significance_data
+    systems = {"Online-W": hyps["Online-W"], "copy": list(hyps["Online-W"]),
+               "happypoet": hyps["happypoet"]}
+    # "mixed": the copy with the sentences over 12 tokens taken from happypoet
+    systems["mixed"] = [b if length > 12 else a
+                        for a, b, length in zip(hyps["Online-W"], hyps["happypoet"], lengths)]
+    report = evaluate_by_length(lengths, references, systems, buckets_from_edges([12]),
+                                metrics=["bleu", "ter"], n_bootstrap=100, paired_test=paired_test,
+                                ar_trials=100, workers=1)
+    short, long = report.buckets
+    for bucket in (short, long, None):
+        copy = report.cell("copy", bucket)
+        assert copy.identical_to_baseline
+        assert all(result.p_value == 1.0 for result in copy.results.values())
+        assert not report.cell("happypoet", bucket).identical_to_baseline
+    assert report.cell("mixed", short).identical_to_baseline
+    assert not report.cell("mixed", long).identical_to_baseline
+    assert not report.cell("mixed", None).identical_to_baseline
+
+    table = markdown_table(report)
+    row = next(line for line in table.splitlines() if line.startswith("| copy |"))
+    assert all(cell.endswith("=") for cell in row.strip("| ").split(" | ")[1:])
+    mixed = next(line for line in table.splitlines() if line.startswith("| mixed |"))
+    assert mixed.split(" | ")[1].endswith("=") and not mixed.split(" | ")[3].endswith("=")
+    assert "= the same translations as Online-W" in table
+    assert latex_table(report).count("$^{=}$") == 6 + 2 + 1  # copy, mixed's short bucket, the note
 
 
 def test_unknown_baseline_is_refused(significance_data):

@@ -2,16 +2,20 @@
 outputs, fairseq-generate input, and one-line errors with no files left behind."""
 import csv
 import json
+import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sacrebleu.metrics import BLEU
 
 from analysis.report import main
 
 WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
+WMT21_ZH = WMT21_DE_EN.parent / "zh-en" / "newstest2021.zh-en.src.zh"
 N_LINES = 120
 SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")
 REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "length_ratio", "bleu", "ter", "chrf",
@@ -45,7 +49,34 @@ def data(tmp_path_factory):
     generate = [f"S-{i}\t{source[i]}\nT-{i}\t{reference[i]}\nH-{i}\t-0.5\t{hyps[i]}\nP-{i}\t-0.5" for i in order]
     files["generate"] = folder / "generate.out"
     files["generate"].write_text("\n".join(generate) + "\n", encoding="utf-8")
+    # the same as generate.out would print it without --remove-bpe: H- lines still in BPE
+    with_bpe = [f"H-{i}\t-0.5\t{split_into_subwords(hyps[i])}" for i in order]
+    files["generate-bpe"] = folder / "generate-bpe.out"
+    files["generate-bpe"].write_text("\n".join(with_bpe) + "\n", encoding="utf-8")
+    # ... and with --bpe subword_nmt, which adds D- lines with the BPE undone
+    decoded = [f"{line}\nD-{i}\t-0.5\t{hyps[i]}" for line, i in zip(with_bpe, order)]
+    files["generate-decoded"] = folder / "generate-decoded.out"
+    files["generate-decoded"].write_text("\n".join(decoded) + "\n", encoding="utf-8")
+    files["bpe"] = folder / "hyp.bpe.en"
+    files["bpe"].write_text("".join(split_into_subwords(hyp) + "\n" for hyp in hyps), encoding="utf-8")
+    files["silent"] = folder / "silent.en"
+    files["silent"].write_text("\n" * N_LINES, encoding="utf-8")
+    if WMT21_ZH.is_file():  # Chinese, unsegmented
+        files["zh"] = folder / "src.zh"
+        files["zh"].write_text("\n".join(WMT21_ZH.read_text(encoding="utf-8").split("\n")[:N_LINES]) + "\n",
+                               encoding="utf-8")
     return files
+
+
+def split_into_subwords(line):
+    """Words of more than six characters split as subword-nmt's BPE would: 'trans@@ lation'."""
+    return " ".join(word[:3] + "@@ " + word[3:] if len(word) > 6 else word for word in line.split())
+
+
+def zh_file(files):
+    if "zh" not in files:
+        pytest.skip(f"shared WMT21 Zh-En data not found at {WMT21_ZH}")
+    return files["zh"]
 
 
 def base_args(files, systems=SYSTEMS):
@@ -174,15 +205,25 @@ def _bad_inputs(data, folder):
         "edges not increasing": (["--edges", "25,50,40"], "bucket edges must be strictly increasing: 25,50,40"),
         "bad system spec": (["--system", "no-equals-sign"], "--system expects NAME=FILE"),
         "unknown metric": (["--metrics", "bleu,meteor"], "--metrics takes a list from bleu,ter,chrf"),
+        "negative seed": (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+        "hypotheses in BPE": (["--system", f"bpe={data['bpe']}"],
+                              f"{data['bpe']}: 117 of {N_LINES} lines still carry BPE ('@@ ')"),
+        "fairseq H- lines in BPE": (["--system", f"gen={data['generate-bpe']}"],
+                                    f"{data['generate-bpe']}: 117 of {N_LINES} lines still carry BPE"),
+        "unsegmented source": (["--source", str(zh_file(data))] if "zh" in data else [],
+                               f"{data.get('zh')} looks like text written without spaces"),
     }
 
 
 BAD_INPUTS = ["mismatched line counts", "missing file", "empty file", "invalid UTF-8",
-              "unknown baseline", "edges not increasing", "bad system spec", "unknown metric"]
+              "unknown baseline", "edges not increasing", "bad system spec", "unknown metric",
+              "negative seed", "hypotheses in BPE", "fairseq H- lines in BPE", "unsegmented source"]
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
 def test_bad_input_is_one_line_exit_2_and_no_files(data, tmp_path, capsys, case):
+    if case == "unsegmented source":
+        zh_file(data)
     extra, message = _bad_inputs(data, tmp_path)[case]
     out = tmp_path / "report"
     status = main(base_args(data, SYSTEMS[:2]) + [
@@ -214,3 +255,120 @@ def test_module_entry_point_exits_2_with_one_line(data):
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == "error: bucket edges must be strictly increasing: 50,25\n"
+
+
+def test_subword_markers_tell_the_fix_and_can_be_scored_anyway(data, tmp_path, capsys):
+    # data["bpe"] and the fairseq-generate files hold the last system's translations
+    args = base_args(data, SYSTEMS[-1:]) + ["--metrics", "bleu", "--bootstrap", "0"]
+    decoded, segmented = tmp_path / "decoded.json", tmp_path / "segmented.json"
+    assert main(args + ["--system", f"bpe={data['bpe']}"]) == 2
+    assert "--remove-bpe" in capsys.readouterr().err
+    # fairseq-generate output with D- lines: those are read, so the BPE in H- does not matter
+    assert main(args + ["--system", f"gen={data['generate-decoded']}", "--json", str(decoded)]) == 0
+    records = {r["system"]: r["bleu"] for r in json.loads(decoded.read_text()) if r["bucket"] == "all"}
+    assert records["gen"] == records[SYSTEMS[-1]]
+    assert main(args + ["--system", f"bpe={data['bpe']}", "--allow-subwords", "--json", str(segmented)]) == 0
+    records = {r["system"]: r["bleu"] for r in json.loads(segmented.read_text()) if r["bucket"] == "all"}
+    assert records["bpe"] < records[SYSTEMS[-1]] * 0.8
+
+
+def test_unsegmented_source_is_measured_in_characters_when_asked(data, tmp_path, capsys):
+    zh = zh_file(data)
+    path = tmp_path / "chars.json"
+    assert main(["--source", str(zh), "--ref", str(data["refA"]), "--system", f"a={data[SYSTEMS[0]]}",
+                 "--metrics", "bleu", "--bootstrap", "0", "--length-unit", "char", "--edges", "20",
+                 "--json", str(path)]) == 0
+    lengths = [len(line.replace(" ", "")) for line in zh.read_text(encoding="utf-8").splitlines()]
+    assert [r["n"] for r in json.loads(path.read_text())] == [
+        sum(length <= 20 for length in lengths), sum(length > 20 for length in lengths), N_LINES]
+    assert main(["--source", str(zh), "--ref", str(data["refA"]), "--system", f"a={data[SYSTEMS[0]]}",
+                 "--length-unit", "char", "--length-file", str(data["src"])]) == 2
+    assert "drop --length-file" in capsys.readouterr().err
+
+
+def test_chinese_target_gets_sacrebleus_chinese_tokenizer(data, tmp_path, capsys):
+    zh = zh_file(data)
+    changed = tmp_path / "changed.zh"  # every ninth character replaced
+    changed.write_text("".join("".join("的" if i % 9 == 4 else c for i, c in enumerate(line)) + "\n"
+                               for line in zh.read_text(encoding="utf-8").splitlines()), encoding="utf-8")
+    args = ["--source", str(data["src"]), "--ref", str(zh), "--system", f"changed={changed}",
+            "--metrics", "bleu", "--bootstrap", "0"]
+    assert main(args) == 2
+    assert "pass --target-lang" in capsys.readouterr().err
+    assert main(args + ["--target-lang", "zh", "--metrics", "bleu,ter"]) == 2  # TER splits at spaces
+    assert "TER would take whole clauses for words" in capsys.readouterr().err
+    path = tmp_path / "zh.json"
+    assert main(args + ["--target-lang", "zh", "--json", str(path)]) == 0
+    assert "|tok:zh|" in capsys.readouterr().out
+    (record,) = [r for r in json.loads(path.read_text()) if r["bucket"] == "all"]
+    hyps, refs = changed.read_text(encoding="utf-8").splitlines(), zh.read_text(encoding="utf-8").splitlines()
+    assert record["bleu"] == BLEU(tokenize="zh").corpus_score(hyps, [refs]).score
+    assert "|tok:zh|" in record["bleu_signature"]
+
+
+def test_a_tokenizer_without_its_packages_is_refused_before_the_scoring(data, capsys):
+    try:
+        BLEU(trg_lang="ja")
+        pytest.skip("sacrebleu's Japanese tokenizer is installed")
+    except RuntimeError:
+        pass
+    assert main(base_args(data) + ["--system", f"gone={data['src']}.gone", "--target-lang", "ja"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "error: BLEU's tokenizer for --target-lang ja is not available: Japanese tokenization requires")
+
+
+def test_a_system_identical_to_the_baseline_is_marked_in_every_format(data, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--system", f"copy={data[SYSTEMS[0]]}", "--metrics", "bleu,ter",
+                                                "--bootstrap", "100", "--edges", "none", "--out-dir", str(out)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| copy |"))
+    cells = row.strip("| ").split(" | ")[1:]
+    assert len(cells) == 4 and all(cell.endswith("=") and "*" not in cell for cell in cells)
+    copies = [r for r in json.loads((out / "report.json").read_text()) if r["system"] == "copy"]
+    assert all(r["identical_to_baseline"] and r["bleu_p"] == r["ter_p"] == 1.0 for r in copies)
+    with open(out / "report.csv", encoding="utf-8", newline="") as f:
+        assert {row["identical_to_baseline"] for row in csv.DictReader(f) if row["system"] == "copy"} == {"True"}
+    assert "$^{=}$" in (out / "report.tex").read_text(encoding="utf-8")
+
+
+def test_a_system_of_empty_lines_is_scored(data, tmp_path, capsys):
+    path = tmp_path / "r.json"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--system", f"silent={data['silent']}", "--metrics", "bleu,ter",
+                                                "--bootstrap", "20", "--json", str(path)]) == 0
+    (record,) = [r for r in json.loads(path.read_text()) if r["system"] == "silent" and r["bucket"] == "all"]
+    # TER: with two references, the edits to the closer one over their average length
+    assert (record["bleu"], record["length_ratio"]) == (0.0, 0.0) and record["ter"] > 90
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    immutable = False
+    if os.access(folder, os.W_OK):  # root: the mode does not stop it, the immutable flag does
+        chattr = shutil.which("chattr")
+        immutable = bool(chattr) and subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode == 0
+        if not immutable:
+            folder.chmod(0o755)
+            pytest.skip("cannot make a folder read-only here")
+    yield folder
+    if immutable:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+    folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("where", ["read-only folder", "file as folder"])
+def test_unwritable_output_fails_before_any_input_is_read(data, tmp_path, capsys, request, where):
+    if where == "read-only folder":
+        out = request.getfixturevalue("read_only_folder") / "report"
+    else:
+        (tmp_path / "a-file").write_text("")
+        out = tmp_path / "a-file" / "report"
+    # the missing system file would be the first error, were the outputs checked later
+    status = main(base_args(data, SYSTEMS[:1]) + ["--system", f"gone={tmp_path / 'gone.en'}",
+                                                  "--out-dir", str(out)])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.startswith(f"error: cannot write {out / 'report.md'}: ")
+    assert "not writable" in captured.err or "not a folder" in captured.err
