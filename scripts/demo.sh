@@ -78,7 +78,7 @@ from fairseq.models import ARCH_MODEL_REGISTRY
 
 unknown = [arch for arch in sys.argv[1:] if arch not in ARCH_MODEL_REGISTRY]
 if unknown:
-    ours = ", ".join(fairseq_relpos.STUDY_ARCHITECTURES)
+    ours = ", ".join(fairseq_relpos.ARCHITECTURES)
     sys.exit(f"error: --systems: unknown architecture {', '.join(unknown)} (fairseq-relpos has {ours})")
 EOF
 mkdir -p "$OUT"

@@ -193,10 +193,6 @@ class AttentionScheme(PositionScheme):
     ) -> Optional[Tensor]:  # B x H x Tq x dh, added to probs @ V
         return None
 
-    def head_rows(self, table: Tensor) -> Tensor:
-        """A table stored ``R x …`` (shared by the heads) or ``H x R x …``, as ``H|1 x R x …``."""
-        return table if table.dim() == 3 else table.unsqueeze(0)
-
 
 class TableTooShort(ValueError):
     """A position-indexed table has no row for an input this long."""

@@ -17,6 +17,12 @@ from . import register_scheme, sharing
 from .base import AttentionScheme, sinusoids
 
 
+def per_head(table):
+    """A table stored ``R x dh`` (shared by the heads, the first release's layout, which its
+    checkpoints hold) or ``H x R x dh``, as ``H|1 x R x dh``."""
+    return table if table.dim() == 3 else table.unsqueeze(0)
+
+
 @dataclass(frozen=True)
 class ShawSettings:
     k: int = 16  # clipping distance (Rosendahl et al. 2019 and Shaw et al.'s base model)
@@ -63,7 +69,7 @@ class ShawPositions(AttentionScheme):
     def logit_bias(self, q, k, span):
         if self.key_table is None:
             return None
-        table = self.head_rows(self.key_table).to(q.dtype)  # H|1 x R x dh
+        table = per_head(self.key_table).to(q.dtype)  # H|1 x R x dh
         per_distance = torch.matmul(q, table.transpose(-1, -2))  # B x H x Tq x R
         index = self._index(span).expand(q.size(0), q.size(1), -1, -1)
         return per_distance.gather(-1, index)  # B x H x Tq x Tk
@@ -74,7 +80,7 @@ class ShawPositions(AttentionScheme):
         bsz, heads, q_len, _ = probs.shape
         per_distance = probs.new_zeros(bsz, heads, q_len, self.num_distances)
         per_distance.scatter_add_(-1, self._index(span).expand_as(probs), probs)  # B x H x Tq x R
-        return torch.matmul(per_distance, self.head_rows(self.value_table).to(probs.dtype))  # B x H x Tq x dh
+        return torch.matmul(per_distance, per_head(self.value_table).to(probs.dtype))  # B x H x Tq x dh
 
 
 @register_scheme("shaw")
