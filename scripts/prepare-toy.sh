@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare the synthetic language pair of the demo (python -m fairseq_relpos.toy_corpus) the
+# Prepare the synthetic language pair of the demo (scripts/lib/toy_corpus.py) the
 # way prepare-wmt19-de-en.sh prepares WMT19: the same steps, stamps and output layout, so
 # that build-test-sets.sh, train.sh and translate.sh work on it unchanged.
 #
@@ -68,7 +68,7 @@ EXTRA_CONFIG="TOY=seed $SEED; train $TRAIN_PAIRS x $TRAIN_WORDS words; dev $DEV_
 toy_generate() {
   local words
   read -r -a words <<< "$4"
-  python -m fairseq_relpos.toy_corpus --lexicon-size small --src-lang "$SRC" --tgt-lang "$TGT" \
+  pl_py toy_corpus.py --lexicon-size small --src-lang "$SRC" --tgt-lang "$TGT" \
     --out-prefix "$WORK/orig/$1" --n "$2" --seed "$3" --min-words "${words[0]}" --max-words "${words[1]}"
 }
 toy_corpus() { toy_generate "train.$1" "$TRAIN_PAIRS" "$SEED" "$TRAIN_WORDS"; }

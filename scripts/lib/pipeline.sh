@@ -5,9 +5,11 @@
 #   reproduce/table*.sh                                -> pl_recipe_*
 #
 # Conventions: every step writes its outputs under temporary names (NAME.tmp.PID) and renames
-# them when complete; a step counts as done only when its stamp (WORK/.done/STEP) exists, and
-# the stamp is written after the outputs.  Re-running a script therefore skips completed
-# steps, and a failed step leaves nothing a re-run would take as complete.
+# them when complete; a step counts as done only when its stamp (WORK/.done/STEP), written
+# after the outputs, records the same command, its outputs all exist and the steps it depends
+# on were not redone since (pl_step).  Re-running a script therefore skips completed steps,
+# redoes those whose outputs were deleted, and a failed step leaves nothing a re-run would
+# take as complete.
 
 PL_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PL_SCRIPTS="$(cd "$PL_LIB/.." && pwd)"
@@ -58,24 +60,79 @@ pl_same_lines() {
   [[ "$a" == "$b" ]] || pl_die "${3:-line count}: $1 has $a lines but $2 has $b"
 }
 
+# pl_check_archs OPTION ARCH...: die unless every ARCH is an architecture that fairseq, with
+# this plugin loaded, knows (asked before any work, so a typo does not fail hours later).
+pl_check_archs() {
+  python - "$@" <<'EOF' || exit 1
+import logging
+import sys
+
+logging.disable(logging.INFO)  # fairseq's import-time notices
+import fairseq_relpos  # noqa: F401  (registers the plugin's architectures)
+from fairseq.models import ARCH_MODEL_REGISTRY
+
+option, archs = sys.argv[1], sys.argv[2:]
+unknown = [arch for arch in archs if arch not in ARCH_MODEL_REGISTRY]
+if unknown:
+    ours = sorted(a for a, m in ARCH_MODEL_REGISTRY.items() if m.__module__.startswith("fairseq_relpos"))
+    sys.exit(f"error: {option}: unknown architecture {', '.join(unknown)} "
+             f"(fairseq-relpos has {', '.join(ours)}; fairseq's own, such as transformer, work too)")
+EOF
+}
+
+# pl_check_checkpoint FILE: die unless FILE is a complete torch checkpoint (torch.save writes
+# a zip archive, whose last 22 bytes are the end-of-archive record), so that an empty or cut
+# short file is named here rather than failing inside torch.load.
+pl_check_checkpoint() {
+  [[ -s "$1" ]] || pl_die "$1 is empty: not a checkpoint (cut short while saving?); delete it"
+  [[ "$(tail -c 22 "$1" | head -c 4 | od -An -tx1 | tr -d ' \n')" == 504b0506 ]] ||
+    pl_die "$1 is truncated: not a complete torch checkpoint (cut short while saving?); delete it"
+}
+
 # ----------------------------------------------------------------------------------------
 # Steps and stamps
 # ----------------------------------------------------------------------------------------
-# pl_step NAME CMD [ARGS...]: run CMD unless WORK/.done/NAME exists; stamp it afterwards.
-# (Call it as a plain command, never inside if/&&/||, so that set -e stops on failure.)
+# pl_step STAMPS NAME AFTER OUTPUT... -- CMD [ARGS...]: run CMD unless the step is done, then
+# write its stamp STAMPS/NAME.  A step is done when its stamp records this same command and
+# these outputs, every OUTPUT exists, and the stamp is newer than the stamps of the steps it
+# depends on (AFTER: comma-separated step names, or ""), so that a step that is redone has
+# the steps after it redone too.  (Call it as a plain command, never inside if/&&/||, so that
+# set -e stops on failure.)
 pl_step() {
-  local name=$1; shift
-  local stamp="$PL_STAMPS/$name"
-  if [[ -f "$stamp" ]]; then
+  local stamps=$1 name=$2 after=$3 outputs=() record reason
+  shift 3
+  while [[ $# -gt 0 && "$1" != -- ]]; do outputs+=("$1"); shift; done
+  [[ $# -gt 1 ]] || pl_die "pl_step $name: expected OUTPUT... -- COMMAND"
+  shift
+  record="$(printf '%q ' "$@")
+$(printf 'output %q\n' "${outputs[@]}")"
+  reason=$(pl_step_redo_reason "$stamps" "$name" "$after" "$record" "${outputs[@]}")
+  if [[ -z "$reason" ]]; then
     pl_log "skip  $name (done)"
     return 0
   fi
-  pl_log "start $name"
+  pl_log "start $name ($reason)"
   "$@"
-  mkdir -p "$PL_STAMPS"
-  date -u +%FT%TZ > "$stamp.tmp.$$"
-  mv "$stamp.tmp.$$" "$stamp"
+  mkdir -p "$stamps"
+  echo "$record" > "$stamps/$name.tmp.$$"
+  mv "$stamps/$name.tmp.$$" "$stamps/$name"
   pl_log "done  $name"
+}
+
+# pl_step_redo_reason STAMPS NAME AFTER RECORD OUTPUT...: why the step must run (empty: done).
+pl_step_redo_reason() {
+  local stamps=$1 stamp="$1/$2" after=$3 record=$4 dep output deps=()
+  shift 4
+  [[ -f "$stamp" ]] || { echo "not done before"; return 0; }
+  [[ "$(cat "$stamp")" == "$record" ]] || { echo "done before with another command"; return 0; }
+  for output in "$@"; do
+    [[ -e "$output" ]] || { echo "$output is missing"; return 0; }
+  done
+  IFS=, read -r -a deps <<< "$after"
+  for dep in "${deps[@]}"; do
+    [[ "$stamps/$dep" -nt "$stamp" ]] && { echo "$dep was redone"; return 0; }
+  done
+  return 0
 }
 
 # Remove what failed runs left under temporary names (NAME.tmp.PID, NAME.part stays: resumable).
@@ -242,6 +299,7 @@ pl_prepare_cli() {
   IFS=, read -r -a CORPORA <<< "$CORPORA_CSV"
   IFS=, read -r -a LENS <<< "$MAX_LENS"
   [[ ${#CORPORA[@]} -gt 0 ]] || pl_die "--corpora is empty"
+  [[ ${#LENS[@]} -gt 0 ]] || pl_die "--max-len is empty (expected comma-separated lengths, e.g. 100,75)"
   for n in "${LENS[@]}" "$SHARDS" "$SEG_SIZE"; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || pl_die "expected a positive integer, got '$n'"
   done
@@ -265,8 +323,7 @@ $EXTRA_CONFIG}"
   # at all, when the corpora are generated from settings in EXTRA_CONFIG)
   local built="$WORK/.done/[!o]*"
   [[ -n "${EXTRA_CONFIG:-}" ]] && built="$WORK/.done/*"
-  # shellcheck disable=SC2086  # a glob
-  if [[ -f "$conf" ]] && compgen -G $built > /dev/null; then
+  if [[ -f "$conf" ]] && compgen -G "$built" > /dev/null; then
     if [[ "$(cat "$conf")" != "$want" ]]; then
       diff <(echo "$want") "$conf" | sed 's/^/  /' >&2 || true
       pl_die "$WORK was prepared with other settings (< now, > $conf); use another --work-dir or delete it"
@@ -387,27 +444,48 @@ pl_binarize() {
 }
 
 pl_prepare() {
+  local stamps="$WORK/.done"
   pl_lock "$WORK"
   pl_clean_tmp "$WORK"
-  PL_STAMPS="$WORK/.done"
   mkdir -p "$WORK/raw" "$WORK/orig" "$WORK/text"
   pl_check_config
   pl_log "preparing ${TITLE:-WMT19 $PAIR} in $WORK (corpora: ${CORPORA[*]}; max lengths: ${LENS[*]})"
-  local c s n
-  for c in "${CORPORA[@]}"; do pl_step "orig.train.$c" "${FETCH_CORPUS:-pl_get_corpus}" "$c"; done
-  for s in "${DEV_SETS[@]}" "$TEST_SET"; do pl_step "orig.$s" "${FETCH_TESTSET:-pl_get_testset}" "$s"; done
-  local train_parts=()
-  for c in "${CORPORA[@]}"; do train_parts+=("train.$c"); done
-  pl_step text.train pl_text_split train "${train_parts[@]}"
-  pl_step text.valid pl_text_split valid "${DEV_SETS[@]}"
-  pl_step text.test pl_text_split test "$TEST_SET"
-  pl_step clean pl_clean
-  pl_step seg.learn pl_seg_learn
-  for s in train valid test; do pl_step "seg.$s" pl_seg_split "$s"; done
-  pl_step dict pl_dicts
+  local c s n train_parts=() fetched=() dev_fetched=() seg_outputs=()
+  for c in "${CORPORA[@]}"; do
+    pl_step "$stamps" "orig.train.$c" "" "$WORK/orig/train.$c.$SRC" "$WORK/orig/train.$c.$TGT" \
+      -- "${FETCH_CORPUS:-pl_get_corpus}" "$c"
+    train_parts+=("train.$c"); fetched+=("orig.train.$c")
+  done
+  for s in "${DEV_SETS[@]}" "$TEST_SET"; do
+    pl_step "$stamps" "orig.$s" "" "$WORK/orig/$s.$SRC" "$WORK/orig/$s.$TGT" \
+      -- "${FETCH_TESTSET:-pl_get_testset}" "$s"
+  done
+  for s in "${DEV_SETS[@]}"; do dev_fetched+=("orig.$s"); done
+  pl_step "$stamps" text.train "$(IFS=,; echo "${fetched[*]}")" \
+    "$WORK/text/train.$SRC" "$WORK/text/train.$TGT" -- pl_text_split train "${train_parts[@]}"
+  pl_step "$stamps" text.valid "$(IFS=,; echo "${dev_fetched[*]}")" \
+    "$WORK/text/valid.$SRC" "$WORK/text/valid.$TGT" -- pl_text_split valid "${DEV_SETS[@]}"
+  pl_step "$stamps" text.test "orig.$TEST_SET" \
+    "$WORK/text/test.$SRC" "$WORK/text/test.$TGT" -- pl_text_split test "$TEST_SET"
+  pl_step "$stamps" clean text.train "$WORK/text/train.clean.$SRC" "$WORK/text/train.clean.$TGT" \
+    "$WORK/text/clean.txt" -- pl_clean
+  case "$SEG" in
+    bpe) seg_outputs=("$WORK/seg/codes" "$WORK/seg/vocab.$SRC" "$WORK/seg/vocab.$TGT") ;;
+    spm) seg_outputs=("$WORK/seg/spm.$SRC.model" "$WORK/seg/spm.$TGT.model") ;;
+  esac
+  pl_step "$stamps" seg.learn clean "$WORK/segmentation.env" "${seg_outputs[@]}" -- pl_seg_learn
+  pl_step "$stamps" seg.train seg.learn "$WORK/seg/train.$SRC" "$WORK/seg/train.$TGT" \
+    -- pl_seg_split train
+  for s in valid test; do
+    pl_step "$stamps" "seg.$s" "seg.learn,text.$s" "$WORK/seg/$s.$SRC" "$WORK/seg/$s.$TGT" \
+      -- pl_seg_split "$s"
+  done
+  pl_step "$stamps" dict seg.train "$WORK/dict/dict.$SRC.txt" "$WORK/dict/dict.$TGT.txt" -- pl_dicts
   for n in "${LENS[@]}"; do
-    pl_step "filter.len$n" pl_length_filter "$n"
-    pl_step "bin.len$n" pl_binarize "$n"
+    pl_step "$stamps" "filter.len$n" seg.train "$WORK/len$n/train.$SRC" "$WORK/len$n/train.$TGT" \
+      "$WORK/len$n/filter.txt" -- pl_length_filter "$n"
+    pl_step "$stamps" "bin.len$n" "filter.len$n,dict,seg.valid,seg.test" "$WORK/data-bin/len$n/shard0" \
+      "$WORK/data-bin/len$n/shard$((SHARDS - 1))" -- pl_binarize "$n"
   done
   echo "== ${TITLE:-WMT19 $PAIR} prepared in $WORK"
   cat "$WORK/text/clean.txt"
@@ -458,8 +536,19 @@ pl_recipe_cli() {
   (de-en/newstestYYYY.{de,en}, zh-en/newstestYYYY.{zh,en}); set SMOKE_DATA (tried $SMOKE_DATA)"
     fi
   fi
+  local spec rest archs=()
+  for spec in "${EXTRA_SYSTEMS[@]}"; do
+    rest=${spec#*=}
+    [[ "$spec" == *=*@* && -n "${spec%%=*}" && -n "${rest%@*}" && "${rest##*@}" =~ ^[0-9]+$ ]] ||
+      pl_die "--system wants LABEL=ARCH@MAXLEN, got '$spec'"
+    archs+=("${rest%@*}")
+  done
   export DRY_RUN THREADS
-  [[ "$DRY_RUN" == 1 ]] || pl_enter_env
+  if [[ "$DRY_RUN" != 1 ]]; then
+    pl_enter_env
+    if [[ ${#archs[@]} -gt 0 ]]; then pl_check_archs --system "${archs[@]}"; fi
+    if [[ -n "${RELPOS_ARCH_OVERRIDE:-}" ]]; then pl_check_archs RELPOS_ARCH_OVERRIDE "$RELPOS_ARCH_OVERRIDE"; fi
+  fi
   if [[ "$SMOKE" == 1 ]]; then pl_log "SMOKE=1: tiny data and models (work: $WORK_ROOT, runs: $RUNS_ROOT)"; fi
   REPORTS=()
 }
@@ -545,10 +634,8 @@ pl_recipe_system() {
 # Extra systems from --system LABEL=ARCH@LEN (e.g. --system "T5@100=transformer_t5@100").
 pl_recipe_extra_systems() {
   local pair=$1 set=$2 spec label rest arch len
-  for spec in "${EXTRA_SYSTEMS[@]}"; do
+  for spec in "${EXTRA_SYSTEMS[@]}"; do  # checked by pl_recipe_cli
     label=${spec%%=*}; rest=${spec#*=}; arch=${rest%@*}; len=${rest##*@}
-    [[ "$spec" == *=*@* && -n "$label" && -n "$arch" && "$len" =~ ^[0-9]+$ ]] ||
-      pl_die "--system wants LABEL=ARCH@MAXLEN, got '$spec'"
     pl_recipe_system "$pair" "$label" "$arch" "$len" "$set"
   done
 }
