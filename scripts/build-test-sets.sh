@@ -77,6 +77,8 @@ pl_enter_env
 NEWSTEST_ALL_YEARS=(2008 2009 2010 2011 2012 2013 2014 2016 2017 2018)
 pl_lock "$WORK"
 mkdir -p "$WORK/orig" "$WORK/testsets"
+SOURCES="$WORK/testsets/sources.env"  # where this run looks for the WMT test sets
+pl_write_sources "$SOURCES" "$OFFLINE" "${LOCAL_DIRS[@]}"
 
 # Text, segmentation and binarization of a set whose raw.* files are in place.
 finish_lang() {
@@ -84,7 +86,7 @@ finish_lang() {
   pl_textproc "$TEXTPROC" "$lang" "$d/tok.$lang" "$(pl_lines "$d/raw.$lang")" < "$d/raw.$lang"
   pl_seg_apply "$WORK" "$lang" "$d/tok.$lang" "$d/seg.$lang"
 }
-finish_set() { pl_per_lang finish_lang "$1"; }
+finish_set() { pl_per_lang "$SRC" "$TGT" finish_lang "$1"; }
 
 write_meta() {
   local d=$1 name=$2
@@ -105,7 +107,8 @@ copy_orig() {
 }
 
 fetch_testset() {
-  pl_step "$WORK/.done" "orig.$1" "" "$WORK/orig/$1.$SRC" "$WORK/orig/$1.$TGT" -- pl_get_testset "$1"
+  pl_step "$WORK/.done" "orig.$1" "" "$WORK/orig/$1.$SRC" "$WORK/orig/$1.$TGT" \
+    -- pl_get_testset "$SOURCES" "$WORK" "$PAIR" "$1"
 }
 
 # A set is complete when its files are all there and its stamp is newer than what it was
@@ -157,6 +160,5 @@ build_set() {
   write_meta "$d" "$name"
 }
 
-# pl_get_testset (pipeline.sh) reads PAIR, WORK, LOCAL_DIRS and OFFLINE.
 IFS=, read -r -a SET_LIST <<< "$SETS"
 for s in "${SET_LIST[@]}"; do build_set "$s"; done

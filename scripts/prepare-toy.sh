@@ -64,18 +64,19 @@ for range in "$TRAIN_WORDS" "$TEST_WORDS"; do
 done
 EXTRA_CONFIG="TOY=seed $SEED; train $TRAIN_PAIRS x $TRAIN_WORDS words; dev $DEV_PAIRS; test $TEST_PAIRS x $TEST_WORDS words"
 
-# toy_generate NAME PAIRS SEED "SHORTEST LONGEST": WORK/orig/NAME.{src,tgt}
+# toy_generate OUT_PREFIX PAIRS SEED "SHORTEST LONGEST": OUT_PREFIX.{src,tgt}
 toy_generate() {
   local words
   read -r -a words <<< "$4"
   pl_py toy_corpus.py --lexicon-size small --src-lang "$SRC" --tgt-lang "$TGT" \
-    --out-prefix "$WORK/orig/$1" --n "$2" --seed "$3" --min-words "${words[0]}" --max-words "${words[1]}"
+    --out-prefix "$1" --n "$2" --seed "$3" --min-words "${words[0]}" --max-words "${words[1]}"
 }
-toy_corpus() { toy_generate "train.$1" "$TRAIN_PAIRS" "$SEED" "$TRAIN_WORDS"; }
+# the fetchers of pl_prepare, called as FETCHER SOURCES WORK PAIR NAME
+toy_corpus() { toy_generate "$2/orig/train.$4" "$TRAIN_PAIRS" "$SEED" "$TRAIN_WORDS"; }
 toy_testset() {
-  case "$1" in
-    valid) toy_generate valid "$DEV_PAIRS" $((SEED + 1000)) "$TRAIN_WORDS" ;;
-    test) toy_generate test "$TEST_PAIRS" $((SEED + 2000)) "$TEST_WORDS" ;;
+  case "$4" in
+    valid) toy_generate "$2/orig/valid" "$DEV_PAIRS" $((SEED + 1000)) "$TRAIN_WORDS" ;;
+    test) toy_generate "$2/orig/test" "$TEST_PAIRS" $((SEED + 2000)) "$TEST_WORDS" ;;
   esac
 }
 FETCH_CORPUS=toy_corpus FETCH_TESTSET=toy_testset

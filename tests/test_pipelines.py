@@ -662,7 +662,7 @@ def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
     """A model whose positions are too few for some sources: an error naming the cause, with
     no hypotheses and no temporary files left behind."""
     out = toy["root"] / "too long"
-    proc = translate(toy, out, "--max-source-positions", "8", check=False)
+    proc = translate(toy, out, "--max-source-positions", "20", check=False)
     assert proc.returncode != 0 and "a source is longer than the model's" in proc.stderr
     assert not (out / "hyp.txt").exists() and not (out / "translate.done").exists()
     assert not list(out.glob("*.tmp.*"))
