@@ -32,8 +32,9 @@
 #   --threads N           parallel workers (default: all cores)
 #   -h, --help            this help
 #
-# Re-running skips completed steps (stamps in WORK/.done).  Settings that change the data
-# are recorded in WORK/config.env and cannot change in an existing WORK.
+# Re-running skips completed steps (stamps in WORK/.done; a step whose outputs were deleted
+# is redone, with the steps that depend on it).  Settings that change the data are recorded
+# in WORK/config.env and cannot change in an existing WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
