@@ -265,10 +265,10 @@ pl_binarize_test() {
 # DEV_SETS TEST_SET DEFAULT_SEG_SIZE, then calls pl_prepare_cli "$@" and pl_prepare.
 # Optional: TITLE (what the log calls the data), DEFAULT_WORK, DEFAULT_MAX_LENS,
 # DEFAULT_SHARDS; FETCH_CORPUS and FETCH_TESTSET (commands run as CMD SOURCES WORK PAIR
-# NAME, writing WORK/orig/train.NAME.LANG and WORK/orig/NAME.LANG; default: fetch the WMT
-# data with corpora.py, pl_get_corpus and pl_get_testset); EXTRA_CONFIG (more lines that change the data, e.g. how it was generated);
-# TEST_SETS_DEFAULT and CONCAT_OF (build-test-sets.sh's default sets and the set concat_seq
-# joins, recorded in WORK/testsets.env).  pl_prepare_cli sets the options of the command
+# NAME, writing WORK/orig/train.NAME.LANG and WORK/orig/NAME.LANG; default: pl_get_corpus
+# and pl_get_testset, the WMT data through corpora.py); EXTRA_CONFIG (more lines that change
+# the data, e.g. how it was generated); TEST_SETS_DEFAULT and CONCAT_OF (build-test-sets.sh's
+# default sets and the set concat_seq joins, recorded in WORK/testsets.env).  pl_prepare_cli sets the options of the command
 # line: WORK CORPORA LENS SEG_SIZE SHARDS CLEAN_RATIO BPE_VOCAB_THRESHOLD OFFLINE LOCAL_DIRS.
 # pl_prepare reads these settings and passes each step what it needs as arguments; the step
 # functions below use nothing else (but THREADS).
