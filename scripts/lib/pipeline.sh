@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared bash for the data, training and reproduction scripts (sourced, never run).
 #
 #   prepare-wmt19-de-en.sh / prepare-wmt19-zh-en.sh   -> pl_prepare_cli, pl_prepare
@@ -253,7 +254,7 @@ pl_binarize_test() {
     --destdir "$dir/bin.tmp.$$" --workers "$(pl_jobs_for "$(pl_lines "$dir/seg.$src")")" \
     > "$dir/preprocess.log" 2>&1 ||
     { cat "$dir/preprocess.log" >&2; pl_die "fairseq-preprocess failed for $dir"; }
-  rm -rf "$dir/bin"
+  rm -rf "${dir:?}/bin"
   mv "$dir/bin.tmp.$$" "$dir/bin"
 }
 
