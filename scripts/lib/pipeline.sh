@@ -547,6 +547,11 @@ PL_SMOKE_TRAIN=(--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32
 PL_SMOKE_TRANSLATE=(--beam 2 --max-tokens 30000 --max-len-a 1.2 --max-len-b 5)
 PL_SMOKE_TEST_LINES=30
 
+# A recipe is: pl_recipe_cli "$@"; pl_recipe_prepare; pl_recipe_system per system (and
+# pl_recipe_extra_systems); pl_recipe_report; pl_recipe_done.  pl_recipe_cli sets the
+# recipe's command line (WORK_ROOT RUNS_ROOT SMOKE DRY_RUN OFFLINE LOCAL_DIRS EXTRA_SYSTEMS),
+# which the other pl_recipe_* functions read; pl_recipe_prepare starts the list SYSTEMS,
+# pl_recipe_system adds to it, pl_recipe_report scores it and adds its folder to REPORTS.
 pl_recipe_cli() {
   SMOKE="${SMOKE:-0}"
   DRY_RUN=0
