@@ -601,6 +601,7 @@ def translate(toy, out, *extra, testset=None, check=True):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_toy_pipeline_in_a_folder_with_spaces(toy):
     """Item: paths with spaces.  Everything above ran in "a folder with spaces"; re-running the
     preparation with another --bpe-merges is refused, and config.env keeps what the data was
@@ -614,6 +615,7 @@ def test_toy_pipeline_in_a_folder_with_spaces(toy):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_train_inverse_sqrt_gets_a_warm_up(toy, tmp_path):
     """train.sh --lr-scheduler inverse_sqrt trained (the fixture); it no longer passes
     --warmup-updates 0, and an explicit 0 is refused before fairseq divides by it."""
@@ -625,6 +627,7 @@ def test_train_inverse_sqrt_gets_a_warm_up(toy, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_prepare_redoes_a_deleted_output(toy):
     """A deleted data-bin/len30 is rebuilt on a re-run (its stamp alone does not count), and
     nothing else is redone."""
@@ -644,6 +647,7 @@ def test_prepare_refuses_an_empty_max_len(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_translate_reuses_only_the_same_settings(toy):
     out = toy["root"] / "translations"
     translate(toy, out, "--beam", "1")
@@ -658,6 +662,7 @@ def test_translate_reuses_only_the_same_settings(toy):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
     """A model whose positions are too few for some sources: an error naming the cause, with
     no hypotheses and no temporary files left behind."""
@@ -685,6 +690,7 @@ def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_train_refuses_a_folder_holding_another_model(toy):
     train = [str(c) for c in toy["train"]]
     assert "already trained" in run(train).stderr
@@ -697,6 +703,7 @@ def test_train_refuses_a_folder_holding_another_model(toy):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_resume_from_an_empty_or_truncated_checkpoint_names_it(toy, tmp_path):
     train = [str(c) for c in toy["train"]]
     train[train.index("--save-dir") + 1] = str(tmp_path / "s")
