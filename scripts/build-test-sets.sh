@@ -36,7 +36,8 @@
 #   --online           allow downloading dev.tgz/test.tgz from data.statmt.org
 #   --threads N        parallel workers
 #   -h, --help         this help
-# Re-running skips sets that are complete (PREPARED/testsets/NAME/.done).
+# Re-running skips sets that are complete (PREPARED/testsets/NAME/.done, all files present,
+# built after the dictionaries and, for concat_seq, after the set it joins).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
@@ -74,9 +75,10 @@ OFFLINE=${OFFLINE:-0}
 pl_enter_env
 
 NEWSTEST_ALL_YEARS=(2008 2009 2010 2011 2012 2013 2014 2016 2017 2018)
-PL_STAMPS="$WORK/.done"
 pl_lock "$WORK"
 mkdir -p "$WORK/orig" "$WORK/testsets"
+SOURCES="$WORK/testsets/sources.env"  # where this run looks for the WMT test sets
+pl_write_sources "$SOURCES" "$OFFLINE" "${LOCAL_DIRS[@]}"
 
 # Text, segmentation and binarization of a set whose raw.* files are in place.
 finish_lang() {
@@ -84,7 +86,7 @@ finish_lang() {
   pl_textproc "$TEXTPROC" "$lang" "$d/tok.$lang" "$(pl_lines "$d/raw.$lang")" < "$d/raw.$lang"
   pl_seg_apply "$WORK" "$lang" "$d/tok.$lang" "$d/seg.$lang"
 }
-finish_set() { pl_per_lang finish_lang "$1"; }
+finish_set() { pl_per_lang "$SRC" "$TGT" finish_lang "$1"; }
 
 write_meta() {
   local d=$1 name=$2
@@ -104,9 +106,30 @@ copy_orig() {
   finish_set "$d"
 }
 
+fetch_testset() {
+  pl_step "$WORK/.done" "orig.$1" "" "$WORK/orig/$1.$SRC" "$WORK/orig/$1.$TGT" \
+    -- pl_get_testset "$SOURCES" "$WORK" "$PAIR" "$1"
+}
+
+# A set is complete when its files are all there and its stamp is newer than what it was
+# built from: the dictionaries, and for concat_seq the set it joins.
+set_is_complete() {
+  local d=$1 name=$2 lang kind
+  [[ -f "$d/.done" && -f "$d/meta.env" && -d "$d/bin" ]] || return 1
+  [[ ! "$WORK/.done/dict" -nt "$d/.done" ]] || return 1
+  [[ "$name" != concat_seq || ! "$WORK/testsets/$CONCAT_OF/.done" -nt "$d/.done" ]] || return 1
+  for lang in "$SRC" "$TGT"; do
+    for kind in raw tok seg; do [[ -f "$d/$kind.$lang" ]] || return 1; done
+  done
+}
+
 build_set() {
   local name=$1 d="$WORK/testsets/$1" y lang parts
-  if [[ -f "$d/.done" ]]; then
+  if [[ "$name" == concat_seq ]]; then
+    [[ -n "$CONCAT_OF" ]] || pl_die "concat_seq is not defined for $PAIR (see --help)"
+    build_set "$CONCAT_OF"
+  fi
+  if set_is_complete "$d" "$name"; then
     echo "$name: $(pl_lines "$d/raw.$SRC") pairs (done) -> $d"
     return 0
   fi
@@ -114,7 +137,7 @@ build_set() {
   case "$name" in
     newstest_all)
       [[ "$PAIR" == de-en ]] || pl_die "newstest_all is defined for de-en only"
-      for y in "${NEWSTEST_ALL_YEARS[@]}"; do pl_step "orig.newstest$y" pl_get_testset "newstest$y"; done
+      for y in "${NEWSTEST_ALL_YEARS[@]}"; do fetch_testset "newstest$y"; done
       for lang in "$SRC" "$TGT"; do
         parts=()
         for y in "${NEWSTEST_ALL_YEARS[@]}"; do parts+=("$WORK/orig/newstest$y.$lang"); done
@@ -122,14 +145,12 @@ build_set() {
       done
       finish_set "$d" ;;
     concat_seq)
-      [[ -n "$CONCAT_OF" ]] || pl_die "concat_seq is not defined for $PAIR (see --help)"
-      build_set "$CONCAT_OF"
       local whole="$WORK/testsets/$CONCAT_OF" kind
       for lang in "$SRC" "$TGT"; do
         for kind in raw tok seg; do pl_concat_pairs "$whole/$kind.$lang" "$d/$kind.$lang"; done
       done ;;
     newstest[0-9][0-9][0-9][0-9]|newsdev[0-9][0-9][0-9][0-9])
-      pl_step "orig.$name" pl_get_testset "$name"
+      fetch_testset "$name"
       copy_orig "$d" "$name" ;;
     *)
       [[ -f "$WORK/orig/$name.$SRC" && -f "$WORK/orig/$name.$TGT" ]] ||
@@ -139,6 +160,5 @@ build_set() {
   write_meta "$d" "$name"
 }
 
-# pl_get_testset (pipeline.sh) reads PAIR, WORK, LOCAL_DIRS and OFFLINE.
 IFS=, read -r -a SET_LIST <<< "$SETS"
 for s in "${SET_LIST[@]}"; do build_set "$s"; done

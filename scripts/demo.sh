@@ -5,7 +5,7 @@
 # Usage: bash scripts/demo.sh [options]
 #
 # The same scripts as the WMT recipes (scripts/reproduce/), on a synthetic language pair:
-#   1. prepare-toy.sh: a generated corpus (python -m fairseq_relpos.toy_corpus: SOV source,
+#   1. prepare-toy.sh: a generated corpus (scripts/lib/toy_corpus.py: SOV source,
 #      SVO target with agreement, clauses chained to any length; 20,000 training sentences
 #      of 12-40 words), joint BPE (subword-nmt), training pairs filtered to --train-limit
 #      subword tokens on both sides, binarized (fairseq-preprocess)
@@ -22,7 +22,9 @@
 #      removed training pairs by either side, so that is what "beyond the training lengths"
 #      means here.
 # Each step is skipped when its output is complete for the same options, so a re-run resumes;
-# a step whose options changed is redone.
+# a step whose options changed is redone.  The demo deletes only what it made: a folder in
+# --out-dir that it did not make is refused, by name, before any work.  It prints how long
+# each phase took.
 #
 # Options:
 #   --systems LIST       comma-separated architectures, the first is the baseline (default
@@ -56,6 +58,8 @@ done
 [[ "$SEED" =~ ^[0-9]+$ ]] || pl_die "--seed: expected a non-negative integer, got '$SEED'"
 IFS=, read -r -a ARCHS <<< "$SYSTEMS"
 [[ ${#ARCHS[@]} -gt 0 ]] || pl_die "--systems is empty"
+duplicates=$(printf '%s\n' "${ARCHS[@]}" | sort | uniq -d | paste -sd, -)
+[[ -z "$duplicates" ]] || pl_die "--systems names $duplicates more than once (each system trains into its own folder)"
 TRAIN_PAIRS=20000 TEST_PAIRS=300
 if [[ "$QUICK" == 1 ]]; then
   TRAIN_PAIRS=4000 TEST_PAIRS=60 UPDATES=$(( UPDATES < 200 ? UPDATES : 200 ))
@@ -67,26 +71,33 @@ SHORTEST=$((LIMIT / 4))
 DATA_ARGS=(--seed "$SEED" --max-len "$LIMIT"
   --train-pairs "$TRAIN_PAIRS" --train-words "$SHORTEST $((LIMIT * 4 / 5))"
   --test-pairs "$TEST_PAIRS" --test-words "$SHORTEST $LIMIT")
+TEST_SETS=(test concat_seq)
+
+# The demo deletes only folders it made: each carries a marker (demo.settings, or
+# demo.command in a report folder).  Anything else in the way is refused before any work.
+refuse_unless_ours() {  # DIR MARKER
+  if [[ -d "$1" && ! -f "$1/$2" && -n "$(ls -A "$1")" ]]; then
+    pl_die "$1 exists and was not made by demo.sh (no $2 in it); choose another --out-dir or move it away"
+  fi
+}
+refuse_unless_ours "$OUT/data" demo.settings
+for arch in "${ARCHS[@]}"; do refuse_unless_ours "$OUT/$arch" demo.settings; done
+for set in "${TEST_SETS[@]}"; do refuse_unless_ours "$OUT/report/$set" demo.command; done
+
 pl_enter_env
-python - "${ARCHS[@]}" <<'EOF' || exit 1
-import logging
-import sys
-
-logging.disable(logging.INFO)  # fairseq's import-time notices
-import fairseq_relpos
-from fairseq.models import ARCH_MODEL_REGISTRY
-
-unknown = [arch for arch in sys.argv[1:] if arch not in ARCH_MODEL_REGISTRY]
-if unknown:
-    ours = ", ".join(fairseq_relpos.ARCHITECTURES)
-    sys.exit(f"error: --systems: unknown architecture {', '.join(unknown)} (fairseq-relpos has {ours})")
-EOF
+pl_check_archs --systems "${ARCHS[@]}"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 DATA="$OUT/data"
 START=$SECONDS
+PHASE_START=$SECONDS
+# phase_took WHAT: how long the phase that ends now took
+phase_took() {
+  pl_log "$1 took $((SECONDS - PHASE_START)) s"
+  PHASE_START=$SECONDS
+}
 
-# A directory whose recorded options differ from these is started afresh.
+# A folder of the demo whose recorded options differ from these is started afresh.
 fresh_unless_same() {  # DIR SETTINGS
   if [[ "$(cat "$1/demo.settings" 2>/dev/null)" != "$2" ]]; then
     rm -rf "$1" && mkdir -p "$1" && echo "$2" > "$1/demo.settings"
@@ -100,7 +111,7 @@ bash "$PL_SCRIPTS/prepare-toy.sh" --work-dir "$DATA" "${DATA_ARGS[@]}" --threads
   { tail -n 20 "$DATA/prepare.log" >&2; pl_die "preparing the data failed (see $DATA/prepare.log)"; }
 grep -h "length filter" "$DATA/len$LIMIT/filter.txt" >&2
 bash "$PL_SCRIPTS/build-test-sets.sh" --work-dir "$DATA" --threads "$THREADS" >&2
-TEST_SETS=(test concat_seq)
+phase_took "preparing the data and the test sets"
 
 # 3-4. per system: training, then both test sets translated; one system per core
 TINY_MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
@@ -137,6 +148,7 @@ done
 for ((; running > 0; running--)); do
   wait -n || pl_die "a system failed (see $OUT/*/train.log and $OUT/*/*/generate.err)"
 done
+phase_took "training and translating"
 
 # 5. the length-bucket reports
 # A report is current if the same command wrote it after every system's translation.
@@ -171,10 +183,13 @@ for set in "${TEST_SETS[@]}"; do
     cat "$report/report.md"
   else
     rm -rf "$report"
+    mkdir -p "$report"
+    echo "(incomplete)" > "$report/demo.command"  # the marker that lets a re-run replace it
     "${REPORT_CMD[@]}"
     echo "${REPORT_CMD[*]}" > "$report/demo.command"
   fi
   REPORTS+=("$report")
 done
+phase_took "the reports"
 pl_log "done in $((SECONDS - START)) s"
 for r in "${REPORTS[@]}"; do echo "report: $r (report.md, report.json, buckets.png, lengths.png)"; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare the synthetic language pair of the demo (python -m fairseq_relpos.toy_corpus) the
+# Prepare the synthetic language pair of the demo (scripts/lib/toy_corpus.py) the
 # way prepare-wmt19-de-en.sh prepares WMT19: the same steps, stamps and output layout, so
 # that build-test-sets.sh, train.sh and translate.sh work on it unchanged.
 #
@@ -32,8 +32,9 @@
 #   --threads N           parallel workers (default: all cores)
 #   -h, --help            this help
 #
-# Re-running skips completed steps (stamps in WORK/.done).  Settings that change the data
-# are recorded in WORK/config.env and cannot change in an existing WORK.
+# Re-running skips completed steps (stamps in WORK/.done; a step whose outputs were deleted
+# is redone, with the steps that depend on it).  Settings that change the data are recorded
+# in WORK/config.env and cannot change in an existing WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
@@ -64,18 +65,19 @@ for range in "$TRAIN_WORDS" "$TEST_WORDS"; do
 done
 EXTRA_CONFIG="TOY=seed $SEED; train $TRAIN_PAIRS x $TRAIN_WORDS words; dev $DEV_PAIRS; test $TEST_PAIRS x $TEST_WORDS words"
 
-# toy_generate NAME PAIRS SEED "SHORTEST LONGEST": WORK/orig/NAME.{src,tgt}
+# toy_generate OUT_PREFIX PAIRS SEED "SHORTEST LONGEST": OUT_PREFIX.{src,tgt}
 toy_generate() {
   local words
   read -r -a words <<< "$4"
-  python -m fairseq_relpos.toy_corpus --lexicon-size small --src-lang "$SRC" --tgt-lang "$TGT" \
-    --out-prefix "$WORK/orig/$1" --n "$2" --seed "$3" --min-words "${words[0]}" --max-words "${words[1]}"
+  pl_py toy_corpus.py --lexicon-size small --src-lang "$SRC" --tgt-lang "$TGT" \
+    --out-prefix "$1" --n "$2" --seed "$3" --min-words "${words[0]}" --max-words "${words[1]}"
 }
-toy_corpus() { toy_generate "train.$1" "$TRAIN_PAIRS" "$SEED" "$TRAIN_WORDS"; }
+# the fetchers of pl_prepare, called as FETCHER SOURCES WORK PAIR NAME
+toy_corpus() { toy_generate "$2/orig/train.$4" "$TRAIN_PAIRS" "$SEED" "$TRAIN_WORDS"; }
 toy_testset() {
-  case "$1" in
-    valid) toy_generate valid "$DEV_PAIRS" $((SEED + 1000)) "$TRAIN_WORDS" ;;
-    test) toy_generate test "$TEST_PAIRS" $((SEED + 2000)) "$TEST_WORDS" ;;
+  case "$4" in
+    valid) toy_generate "$2/orig/valid" "$DEV_PAIRS" $((SEED + 1000)) "$TRAIN_WORDS" ;;
+    test) toy_generate "$2/orig/test" "$TEST_PAIRS" $((SEED + 2000)) "$TEST_WORDS" ;;
   esac
 }
 FETCH_CORPUS=toy_corpus FETCH_TESTSET=toy_testset

@@ -30,8 +30,9 @@
 #   --threads N           parallel workers (default: all cores)
 #   -h, --help            this help
 #
-# Re-running skips completed steps (stamps in WORK/.done); a new --max-len only adds its own
-# filter and binarization.  Settings that change the data (corpora, BPE, cleaning, shards)
+# Re-running skips completed steps (stamps in WORK/.done; a step whose outputs were deleted
+# is redone, with the steps that depend on it); a new --max-len only adds its own filter and
+# binarization.  Settings that change the data (corpora, BPE, cleaning, shards)
 # are recorded in WORK/config.env and cannot change in an existing WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"

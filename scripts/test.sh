@@ -13,4 +13,5 @@ cd "$REPO_ROOT"
 workers=$(nproc)  # before OMP_NUM_THREADS is set: nproc honours it
 # one thread per worker: the workers already fill the cores
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-python -m pytest -ra -n "$workers" "$@"
+# loadgroup: tests marked xdist_group("NAME") run on one worker, sharing their module fixture
+python -m pytest -ra -n "$workers" --dist loadgroup "$@"

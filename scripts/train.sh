@@ -13,7 +13,8 @@
 #
 # What it runs (fairseq-train; every value below can be changed by an option or by passing
 # the fairseq argument itself, which comes last and wins):
-#   Adam (betas 0.9/0.999), lr 3e-4, no warm-up; label-smoothed cross-entropy (0.1)
+#   Adam (betas 0.9/0.999), lr 3e-4, no warm-up (with the plateau schedule; others keep
+#     fairseq's warm-up default); label-smoothed cross-entropy (0.1)
 #   batches of --batch-tokens 4700 tokens per update: fairseq's --max-tokens per GPU is
 #     ceil(4700 / (GPUs x --update-freq)), so the batch stays 4700 tokens on any GPU count
 #   8 checkpoints and dev evaluations per epoch: the prepared data has 8 training shards and
@@ -50,9 +51,10 @@
 #   --keep-epoch-checkpoints N  also keep the last N per-evaluation checkpoints (default 0)
 #   --dry-run                 print the fairseq-train command and exit
 #   -h, --help                this help
-# Re-running resumes from SAVE_DIR/checkpoint_last.pt; once training has finished
-# (SAVE_DIR/train.done) it does nothing.  Delete train.done to train on (e.g. with a larger
-# --max-epochs).
+# Re-running resumes from SAVE_DIR/checkpoint_last.pt (an empty or truncated one is refused,
+# by name); once training has finished (SAVE_DIR/train.done) it does nothing if the settings
+# are the same and refuses otherwise.  Delete train.done to train on (e.g. with a larger
+# --max-epochs).  A SAVE_DIR holding a model of another --arch or --data is refused.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
@@ -84,6 +86,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -n "$DATA" && -n "$ARCH" && -n "$SAVE" ]] || pl_die "--data, --arch and --save-dir are required (see --help)"
+[[ -d "$DATA" ]] && DATA="$(cd "$DATA" && pwd)"  # recorded in SAVE/train.env
 case "$PRECISION" in
   auto|fp32|fp16|amp) ;;
   bf16) pl_die "--precision bf16: fairseq 0.12.2 turns --bf16 into --tpu (XLA) and cannot train in bf16 on GPUs (facebookresearch/fairseq#4696); use fp16 or amp" ;;
@@ -92,10 +95,38 @@ esac
 for n in "$BATCH_TOKENS" "$UPDATE_FREQ" "$MAX_EPOCHS"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || pl_die "expected a positive integer, got '$n'"
 done
+[[ -z "$GPUS" || "$GPUS" =~ ^[0-9]+$ ]] ||
+  pl_die "--gpus: expected the number of GPUs to use (0 for the CPU), got '$GPUS'"
+# inverse_sqrt divides by the warm-up: it needs one (fairseq's default is 4000 updates)
+for ((k = 0; k < ${#EXTRA[@]}; k++)); do
+  if [[ "$SCHEDULER" == inverse_sqrt && ( "${EXTRA[k]}" == --warmup-updates=0 ||
+        ( "${EXTRA[k]}" == --warmup-updates && "${EXTRA[k + 1]:-}" == 0 ) ) ]]; then
+    pl_die "--lr-scheduler inverse_sqrt needs --warmup-updates of at least 1"
+  fi
+done
 
-if [[ -f "$SAVE/train.done" && -f "$SAVE/checkpoint_best.pt" && "$DRY_RUN" != 1 ]]; then
-  pl_log "$SAVE: already trained (delete $SAVE/train.done to train on)"
-  exit 0
+# What makes the model in SAVE: a finished folder is reused only for the same settings, and
+# a folder holding another architecture or data is never trained on.
+SETTINGS=$(printf '%q ' --arch "$ARCH" --data "$DATA" --user-dir "$USER_DIR" \
+  --batch-tokens "$BATCH_TOKENS" --update-freq "$UPDATE_FREQ" --precision "$PRECISION" \
+  --lr "$LR" --lr-scheduler "$SCHEDULER" --lr-shrink "$LR_SHRINK" --lr-patience "$LR_PATIENCE" \
+  --patience "$PATIENCE" --max-epochs "$MAX_EPOCHS" --seed "$SEED" \
+  --keep-epoch-checkpoints "$KEEP" "${EXTRA[@]}")
+if [[ "$DRY_RUN" != 1 && -f "$SAVE/train.env" ]]; then
+  for key in ARCH DATA; do
+    was=$(pl_conf "$SAVE/train.env" "$key")
+    [[ "$was" == "${!key}" ]] || pl_die "$SAVE holds a model with ${key}=$was, not ${!key}: use another --save-dir"
+  done
+  if [[ -f "$SAVE/train.done" && -f "$SAVE/checkpoint_best.pt" ]]; then
+    if [[ "$(pl_conf "$SAVE/train.env" SETTINGS)" != "$SETTINGS" ]]; then
+      pl_die "$SAVE was trained with other settings (train.env: $(pl_conf "$SAVE/train.env" SETTINGS)); use another --save-dir, or delete $SAVE/train.done to train on with these"
+    fi
+    pl_log "$SAVE: already trained (delete $SAVE/train.done to train on)"
+    exit 0
+  fi
+fi
+if [[ "$DRY_RUN" != 1 && -e "$SAVE/checkpoint_last.pt" ]]; then
+  pl_check_checkpoint "$SAVE/checkpoint_last.pt"  # fairseq resumes from it
 fi
 [[ "$DRY_RUN" == 1 ]] || pl_enter_env
 
@@ -144,7 +175,7 @@ PER_GPU=$(( (BATCH_TOKENS + NGPU_DIV - 1) / NGPU_DIV ))
 
 SCHEDULER_ARGS=(--lr-scheduler "$SCHEDULER")
 if [[ "$SCHEDULER" == reduce_lr_on_plateau ]]; then
-  SCHEDULER_ARGS+=(--lr-shrink "$LR_SHRINK" --lr-patience "$LR_PATIENCE")
+  SCHEDULER_ARGS+=(--lr-shrink "$LR_SHRINK" --lr-patience "$LR_PATIENCE" --warmup-updates 0)
 fi
 
 CKPT_ARGS=(--no-epoch-checkpoints)
@@ -155,7 +186,6 @@ CMD=(fairseq-train "$DATA_PATH"
   --arch "$ARCH" --task translation
   --optimizer adam --adam-betas "(0.9, 0.999)" --lr "$LR"
   "${SCHEDULER_ARGS[@]}"
-  --warmup-updates 0
   --criterion label_smoothed_cross_entropy --label-smoothing 0.1
   --max-tokens "$PER_GPU" --update-freq "$UPDATE_FREQ"
   --best-checkpoint-metric ppl --patience "$PATIENCE" --max-epoch $((MAX_EPOCHS * SHARDS))
@@ -170,8 +200,8 @@ if [[ "$DRY_RUN" == 1 ]]; then
 fi
 
 mkdir -p "$SAVE"
-{ printf 'ARCH=%s\nUSER_DIR=%s\nDATA=%s\nSHARDS=%s\nGPUS=%s\nPRECISION=%s\nMAX_TOKENS_PER_GPU=%s\n' \
-    "$ARCH" "$USER_DIR" "$DATA" "$SHARDS" "$NGPU" "$PRECISION" "$PER_GPU"
+{ printf 'ARCH=%s\nUSER_DIR=%s\nDATA=%s\nSHARDS=%s\nGPUS=%s\nPRECISION=%s\nMAX_TOKENS_PER_GPU=%s\nSETTINGS=%s\n' \
+    "$ARCH" "$USER_DIR" "$DATA" "$SHARDS" "$NGPU" "$PRECISION" "$PER_GPU" "$SETTINGS"
   printf 'COMMAND='; printf '%q ' "${CMD[@]}"; printf '\n'; } > "$SAVE/train.env"
 pl_log "training $ARCH on $DATA ($SHARDS shard(s), $NGPU GPU(s), $PRECISION, $PER_GPU tokens/GPU x $UPDATE_FREQ) -> $SAVE"
 "${CMD[@]}" 2>&1 | tee -a "$SAVE/train.log"

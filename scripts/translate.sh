@@ -30,7 +30,11 @@
 #                     unless it is set)
 #   --dry-run         print the fairseq-generate command and exit
 #   -h, --help        this help
-# Re-running does nothing unless CKPT is newer than OUT/translate.done.
+# Every sentence gets its translation, or the script fails: a source longer than the model's
+# maximum positions is an error, never an empty hypothesis.
+# Re-running does nothing when OUT/translate.done records the same fairseq-generate command
+# (checkpoint, test set, beam and every other option) and neither CKPT nor the test set
+# changed since; otherwise it translates again.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
@@ -59,11 +63,10 @@ if [[ "$DRY_RUN" != 1 ]]; then
   [[ -f "$CKPT" ]] || pl_die "no checkpoint $CKPT (train it with scripts/train.sh)"
   [[ -f "$TESTSET/.done" && -f "$TESTSET/meta.env" ]] ||
     pl_die "$TESTSET is not a complete test set (build it with scripts/build-test-sets.sh)"
-  if [[ -f "$OUT/translate.done" && ! "$CKPT" -nt "$OUT/translate.done" ]]; then
-    pl_log "$OUT: already translated with $CKPT"
-    exit 0
-  fi
-  pl_enter_env
+  pl_check_checkpoint "$CKPT"
+  # absolute paths, so that the recorded command names the same files from anywhere
+  CKPT="$(cd "$(dirname "$CKPT")" && pwd)/$(basename "$CKPT")"
+  TESTSET="$(cd "$TESTSET" && pwd)"
 fi
 
 SRC=$(pl_conf "$TESTSET/meta.env" SRC)
@@ -86,22 +89,46 @@ fi
 CMD=(fairseq-generate "$TESTSET/bin" --path "$CKPT" ${USER_DIR:+--user-dir "$USER_DIR"}
   --task translation --source-lang "${SRC:-SRC}" --target-lang "${TGT:-TGT}" --gen-subset test
   --beam "$BEAM" --lenpen "$LENPEN" --max-len-a "$MAXA" --max-len-b "$MAXB"
-  --max-tokens "$MAXTOK" --skip-invalid-size-inputs-valid-test --seed 1
+  --max-tokens "$MAXTOK" --seed 1
   "${DEVICE_ARGS[@]}" "${EXTRA[@]}")
 if [[ "$DRY_RUN" == 1 ]]; then
   printf '%q ' "${CMD[@]}"; printf '\n'
   exit 0
 fi
 
+# The outputs are reused only when the same command wrote them from the same checkpoint and
+# test set files (translate.done records the command and is newer than both).
+SETTINGS=$(printf '%q ' "${CMD[@]}")
+if [[ -f "$OUT/translate.done" && -f "$OUT/hyp.txt" ]]; then
+  if [[ "$(cat "$OUT/translate.done")" != "$SETTINGS" ]]; then
+    pl_log "$OUT: translated before with other settings; translating again"
+  elif [[ "$CKPT" -nt "$OUT/translate.done" || "$TESTSET/.done" -nt "$OUT/translate.done" ]]; then
+    pl_log "$OUT: the checkpoint or the test set changed since; translating again"
+  else
+    pl_log "$OUT: already translated with $CKPT"
+    exit 0
+  fi
+fi
+pl_enter_env
+
 mkdir -p "$OUT"
 rm -f "$OUT/translate.done"
+trap 'rm -f "$OUT/generate.log.tmp.$$"' EXIT
 pl_log "translating $TESTSET ($LINES sentences) with $CKPT -> $OUT"
-"${CMD[@]}" > "$OUT/generate.log.tmp.$$" 2> "$OUT/generate.err" ||
-  { tail -n 30 "$OUT/generate.err" >&2; pl_die "fairseq-generate failed (see $OUT/generate.err)"; }
+if ! "${CMD[@]}" > "$OUT/generate.log.tmp.$$" 2> "$OUT/generate.err"; then
+  tail -n 30 "$OUT/generate.err" >&2
+  # fairseq's refusal of a source longer than the model's positions, in the terms of this script
+  too_long=$(grep -o 'Size of sample #[0-9]* is invalid.*max_positions=([0-9]*, [0-9]*)' "$OUT/generate.err" | head -n 1)
+  [[ -z "$too_long" ]] || pl_die "$CKPT cannot translate $TESTSET: a source is longer than the model's
+  positions ($too_long). Translate a test set of shorter sentences, or use a model with
+  more positions (the hypothesis of a sentence that was not translated is never left empty)"
+  pl_die "fairseq-generate failed (see $OUT/generate.err)"
+fi
 mv "$OUT/generate.log.tmp.$$" "$OUT/generate.log"
 pl_py gen_output.py --log "$OUT/generate.log" --n "$LINES" --out "$OUT/hyp.seg"
 pl_deseg "$PREP" "$TGT" "$OUT/hyp.seg" "$OUT/hyp.tok"
 pl_detok "$PREP" "$TGT" "$OUT/hyp.tok" "$OUT/hyp.txt"
 grep -h '^Generate test with beam' "$OUT/generate.log" >&2 || true
-date -u +%FT%TZ > "$OUT/translate.done"
+echo "$SETTINGS" > "$OUT/translate.done.tmp.$$"
+mv "$OUT/translate.done.tmp.$$" "$OUT/translate.done"
 echo "$OUT/hyp.txt"

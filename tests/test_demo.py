@@ -1,5 +1,6 @@
 """The README's main command, reduced: `bash scripts/demo.sh --quick` runs to its reports."""
 import json
+import re
 import subprocess
 
 import pytest
@@ -18,6 +19,8 @@ def test_quick_demo_runs_to_its_reports(tmp_path):
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     assert "| transformer_lstm_pos |" in result.stdout
     assert "[transformer_rel_k]" in result.stdout and "num_updates" in result.stdout  # fairseq's progress
+    for phase in ("preparing the data and the test sets", "training and translating", "the reports"):
+        assert re.search(rf"{phase} took \d+ s", result.stderr), phase
     for test_set, pairs in (("test", 60), ("concat_seq", 30)):
         report = out / "report" / test_set
         assert f"report: {report} " in result.stdout

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -39,6 +40,8 @@ ALL_SCRIPTS = [
 
 def run(cmd, env=None, check=True, cwd=None):
     full_env = dict(os.environ)
+    if os.environ.get("VIRTUAL_ENV"):  # the scripts need not check the environment again
+        full_env["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
     full_env.update(env or {})
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
                           env=full_env, cwd=cwd or REPO)
@@ -159,17 +162,36 @@ def test_concat_pairs_odd_and_even(tmp_path):
 
 
 def test_failed_step_leaves_nothing_complete_and_rerun_skips(tmp_path):
-    steps = (f"PL_STAMPS={tmp_path}/.done; "
-             "make() { echo partial > out.tmp.$$; [[ ${FAIL:-0} == 0 ]]; mv out.tmp.$$ out; }; ")
-    r = bash_lib(steps + "FAIL=1 pl_step make make", tmp_path)
+    steps = ("make() { echo partial > out.tmp.$$; [[ ${FAIL:-0} == 0 ]]; mv out.tmp.$$ out; }; "
+             "after() { cp out after.out; }; ")
+    step = f"pl_step '{tmp_path}/.done' make '' out -- make"
+    then = f"pl_step '{tmp_path}/.done' after make after.out -- after"
+    r = bash_lib(steps + "FAIL=1 " + step, tmp_path)
     assert r.returncode != 0
     assert not (tmp_path / ".done" / "make").exists() and not (tmp_path / "out").exists()
-    r = bash_lib(steps + f"pl_clean_tmp {tmp_path}; pl_step make make", tmp_path)
+    r = bash_lib(steps + f"pl_clean_tmp {tmp_path}; {step}; {then}", tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / ".done" / "make").exists() and (tmp_path / "out").exists()
     assert not list(tmp_path.glob("out.tmp.*"))
-    r = bash_lib(steps + "FAIL=1 pl_step make make", tmp_path)
-    assert r.returncode == 0 and "skip  make (done)" in r.stderr
+    r = bash_lib(steps + "FAIL=1 " + step + "; " + then, tmp_path)
+    assert r.returncode == 0 and "skip  make (done)" in r.stderr and "skip  after (done)" in r.stderr
+
+
+def test_a_step_whose_output_is_gone_is_redone_with_the_steps_after_it(tmp_path):
+    """A stamp alone does not make a step done: its outputs must exist, and the steps that
+    depend on a redone step are redone too."""
+    steps = ("make() { echo made > out; }; after() { cp out after.out; }; "
+             f"pl_step '{tmp_path}/.done' make '' out -- make; "
+             f"pl_step '{tmp_path}/.done' after make after.out -- after")
+    assert bash_lib(steps, tmp_path).returncode == 0
+    (tmp_path / "out").unlink()
+    r = bash_lib(steps, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "start make (out is missing)" in r.stderr
+    assert "start after (make was redone)" in r.stderr
+    # the same step with another command is redone as well
+    r = bash_lib(steps.replace("-- make", "-- make other"), tmp_path)
+    assert "start make (done before with another command)" in r.stderr
 
 
 def test_fetch_is_atomic(tmp_path):
@@ -422,7 +444,7 @@ def test_toy_preparation_and_test_sets(tmp_path):
         assert f"kept {len(kept)} of 1500 pairs" in proc.stdout
         assert (work / "data-bin" / f"len{n}" / "shard0" / "train.src-tgt.src.bin").exists()
     # the test set is the generator's output for seed + 2000
-    run([sys.executable, "-m", "fairseq_relpos.toy_corpus", "--lexicon-size", "small", "--n", "41",
+    run([sys.executable, LIB / "toy_corpus.py", "--lexicon-size", "small", "--n", "41",
          "--seed", "2001", "--min-words", "30", "--max-words", "60", "--out-prefix", tmp_path / "direct"])
     for lang in ("src", "tgt"):
         assert lines(work / "orig" / f"test.{lang}") == lines(tmp_path / f"direct.{lang}")
@@ -539,3 +561,209 @@ def test_smoke_table3_to_a_report(tmp_path):
     md = (tmp_path / "runs" / "smoke" / "reports" / "table3" / "report.md").read_text()
     for name in ("Absolute@100", "Relative@100", "Absolute@75", "Relative@75"):
         assert name in md and name in proc.stdout  # the markdown table also goes to stdout
+
+
+# ----------------------------------------------------------------------------------------
+# One tiny pipeline, in folders whose names have spaces: prepare-toy.sh, build-test-sets.sh,
+# train.sh (one model), and the faults that must not give a silent wrong result
+# ----------------------------------------------------------------------------------------
+TOY_PREPARE = ["--train-pairs", "400", "--dev-pairs", "20", "--test-pairs", "12",
+               "--train-words", "4 10", "--test-words", "4 16", "--max-len", "30",
+               "--bpe-merges", "100", "--threads", "1"]
+TOY_MODEL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
+             "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
+             "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
+             "--decoder-attention-heads", "2", "--batch-tokens", "1000", "--max-update", "12",
+             "--max-epochs", "100", "--patience", "-1", "--log-interval", "5",
+             "--num-workers", "0"]
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("toy") / "a folder with spaces"
+    work = root / "toy data"
+    prepare = ["bash", SCRIPTS / "prepare-toy.sh", "--work-dir", work, *TOY_PREPARE]
+    run(prepare)
+    run(["bash", SCRIPTS / "build-test-sets.sh", "--work-dir", work, "--threads", "1"])
+    save = root / "abs model"
+    # inverse_sqrt without --warmup-updates: fairseq's default warm-up (it used to get 0)
+    train = ["bash", SCRIPTS / "train.sh", "--data", work / "data-bin" / "len30", "--arch",
+             "transformer_abs", "--save-dir", save, "--gpus", "0", "--lr-scheduler",
+             "inverse_sqrt", *TOY_MODEL]
+    run(train)
+    return {"root": root, "work": work, "prepare": prepare, "save": save, "train": train,
+            "ckpt": save / "checkpoint_last.pt", "test": work / "testsets" / "test"}
+
+
+def translate(toy, out, *extra, testset=None, check=True):
+    return run(["bash", SCRIPTS / "translate.sh", "--checkpoint", toy["ckpt"], "--testset",
+                testset or toy["test"], "--out-dir", out, "--cpu", *extra], check=check)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_toy_pipeline_in_a_folder_with_spaces(toy):
+    """Item: paths with spaces.  Everything above ran in "a folder with spaces"; re-running the
+    preparation with another --bpe-merges is refused, and config.env keeps what the data was
+    built with."""
+    assert (toy["save"] / "checkpoint_best.pt").exists() and (toy["save"] / "train.done").exists()
+    other = [str(c) for c in toy["prepare"]]
+    other[other.index("--bpe-merges") + 1] = "120"
+    proc = run(other, check=False)
+    assert proc.returncode != 0 and "prepared with other settings" in proc.stderr
+    assert "SEG_SIZE=100" in (toy["work"] / "config.env").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_train_inverse_sqrt_gets_a_warm_up(toy, tmp_path):
+    """train.sh --lr-scheduler inverse_sqrt trained (the fixture); it no longer passes
+    --warmup-updates 0, and an explicit 0 is refused before fairseq divides by it."""
+    assert "--warmup-updates 0" not in (toy["save"] / "train.env").read_text()
+    proc = run(["bash", SCRIPTS / "train.sh", "--data", toy["work"] / "data-bin" / "len30",
+                "--arch", "transformer_abs", "--save-dir", tmp_path / "s", "--lr-scheduler",
+                "inverse_sqrt", "--warmup-updates", "0"], check=False)
+    assert proc.returncode != 0 and "needs --warmup-updates of at least 1" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_prepare_redoes_a_deleted_output(toy):
+    """A deleted data-bin/len30 is rebuilt on a re-run (its stamp alone does not count), and
+    nothing else is redone."""
+    data_bin = toy["work"] / "data-bin" / "len30"
+    before = (data_bin / "shard0" / "train.src-tgt.src.bin").read_bytes()
+    shutil.rmtree(data_bin)
+    proc = run(toy["prepare"])
+    assert "start bin.len30 (" in proc.stderr and proc.stderr.count("start ") == 1
+    assert (data_bin / "shard0" / "train.src-tgt.src.bin").read_bytes() == before
+
+
+def test_prepare_refuses_an_empty_max_len(tmp_path):
+    proc = run(["bash", SCRIPTS / "prepare-toy.sh", "--work-dir", tmp_path / "w", "--max-len", ""],
+               check=False)
+    assert proc.returncode != 0 and "--max-len is empty" in proc.stderr
+    assert not (tmp_path / "w" / "data-bin").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_translate_reuses_only_the_same_settings(toy):
+    out = toy["root"] / "translations"
+    translate(toy, out, "--beam", "1")
+    assert "already translated" in translate(toy, out, "--beam", "1").stderr
+    proc = translate(toy, out, "--beam", "2")
+    assert "already translated" not in proc.stderr and "other settings" in proc.stderr
+    assert "Generate test with beam=2" in (out / "generate.log").read_text()
+    concat = toy["work"] / "testsets" / "concat_seq"
+    proc = translate(toy, out, "--beam", "2", testset=concat)
+    assert "already translated" not in proc.stderr
+    assert len(lines(out / "hyp.txt")) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
+    """A model whose positions are too few for some sources: an error naming the cause, with
+    no hypotheses and no temporary files left behind."""
+    out = toy["root"] / "too long"
+    proc = translate(toy, out, "--max-source-positions", "20", check=False)
+    assert proc.returncode != 0 and "a source is longer than the model's" in proc.stderr
+    assert not (out / "hyp.txt").exists() and not (out / "translate.done").exists()
+    assert not list(out.glob("*.tmp.*"))
+
+
+def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
+    """fairseq-generate told to skip sentences (--skip-invalid-size-inputs-valid-test) prints
+    no H- line for them: that is an error, not an empty hypothesis."""
+    (tmp_path / "generate.log").write_text("S-0\ta b\nH-0\t-0.1\tx y\nS-2\tc\nH-2\t-0.2\tz\n")
+    cmd = [sys.executable, LIB / "gen_output.py", "--log", tmp_path / "generate.log",
+           "--out", tmp_path / "hyp.seg", "--n"]
+    proc = run(cmd + ["3"], check=False)
+    assert proc.returncode != 0 and "no hypothesis for 1 of 3 sentences (ids [1])" in proc.stderr
+    assert not list(tmp_path.glob("hyp.seg*"))
+    proc = run(cmd + ["1"], check=False)  # an id beyond the source lines is refused too
+    assert proc.returncode != 0 and "beyond the 1 source lines" in proc.stderr
+    (tmp_path / "generate.log").write_text("H-1\t-0.1\tb\nH-0\t-0.1\ta\n")
+    run(cmd + ["2"])
+    assert lines(tmp_path / "hyp.seg") == ["a", "b"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_train_refuses_a_folder_holding_another_model(toy):
+    train = [str(c) for c in toy["train"]]
+    assert "already trained" in run(train).stderr
+    other_arch = list(train)
+    other_arch[other_arch.index("--arch") + 1] = "transformer_rel"
+    proc = run(other_arch, check=False)
+    assert proc.returncode != 0 and "holds a model with ARCH=transformer_abs" in proc.stderr
+    proc = run(train + ["--lr", "1e-3"], check=False)
+    assert proc.returncode != 0 and "trained with other settings" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_resume_from_an_empty_or_truncated_checkpoint_names_it(toy, tmp_path):
+    train = [str(c) for c in toy["train"]]
+    train[train.index("--save-dir") + 1] = str(tmp_path / "s")
+    (tmp_path / "s").mkdir()
+    last = tmp_path / "s" / "checkpoint_last.pt"
+    last.write_bytes(b"")
+    proc = run(train, check=False)
+    assert proc.returncode != 0 and f"{last} is empty" in proc.stderr
+    last.write_bytes(toy["ckpt"].read_bytes()[:4000])
+    proc = run(train, check=False)
+    assert proc.returncode != 0 and f"{last} is truncated" in proc.stderr
+    proc = run(["bash", SCRIPTS / "translate.sh", "--checkpoint", last, "--testset",
+                toy["test"], "--out-dir", tmp_path / "o"], check=False)
+    assert proc.returncode != 0 and f"{last} is truncated" in proc.stderr
+
+
+@pytest.mark.parametrize("gpus", ["-1", "abc", "1.5"])
+def test_train_refuses_a_bad_gpu_count(tmp_path, gpus):
+    proc = run(["bash", SCRIPTS / "train.sh", "--data", tmp_path, "--arch", "transformer_abs",
+                "--save-dir", tmp_path / "s", "--gpus", gpus, "--dry-run"], check=False)
+    assert proc.returncode != 0
+    assert f"--gpus: expected the number of GPUs to use (0 for the CPU), got '{gpus}'" in proc.stderr
+
+
+def test_train_warm_up_only_with_the_plateau_schedule(tmp_path):
+    base = ["bash", SCRIPTS / "train.sh", "--data", tmp_path, "--arch", "transformer_abs",
+            "--save-dir", tmp_path / "s", "--dry-run", "--gpus", "0"]
+    assert "--warmup-updates 0" in run(base).stdout
+    assert "--warmup-updates" not in run(base + ["--lr-scheduler", "inverse_sqrt"]).stdout
+
+
+def test_table3_checks_architectures_before_any_work(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run(["bash", SCRIPTS / "reproduce" / "table3.sh", "--work-root", tmp_path / "w",
+                "--runs-root", tmp_path / "r", "--offline", "--local-dir", empty,
+                "--system", "X@100=transformer_bogus@100"], check=False)
+    assert proc.returncode != 0
+    assert "--system: unknown architecture transformer_bogus" in proc.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
+
+
+def test_demo_refuses_duplicate_systems(tmp_path):
+    proc = run(["bash", SCRIPTS / "demo.sh", "--systems", "transformer_abs,transformer_rel,transformer_abs",
+                "--out-dir", tmp_path / "d"], check=False)
+    assert proc.returncode != 0 and "--systems names transformer_abs more than once" in proc.stderr
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("folder", ["data", "transformer_abs", "report/test"])
+def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder):
+    """demo.sh --out-dir D refuses a folder of D that it did not make, before any work, and
+    leaves it as it was."""
+    out = tmp_path / "d"
+    mine = out / folder / "my notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep me\n")
+    proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs",
+                "--out-dir", out], check=False)
+    assert mine.read_text() == "keep me\n"
+    assert proc.returncode != 0
+    assert f"{out / folder} exists and was not made by demo.sh" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]

@@ -4,8 +4,9 @@
     gen_output.py --log generate.log --n 28075 --out hyp.seg
 
 fairseq-generate prints "H-<id>\\t<score>\\t<tokens>" in batch order; this writes line <id>
-of OUT for every id 0..N-1 (an empty line, with a warning, for an id fairseq skipped, e.g. a
-source longer than the model's maximum positions).  Written under a temporary name first.
+of OUT for every id 0..N-1.  A sentence without a hypothesis (one that fairseq skipped, e.g.
+with --skip-invalid-size-inputs-valid-test) is an error: an empty line in its place would be
+scored as a translation.  Written under a temporary name first.
 """
 import argparse
 import os
@@ -32,9 +33,9 @@ def main(argv=None):
         raise SystemExit(f"error: {a.log} has hypotheses for ids {extra[:5]}... beyond the "
                          f"{a.n} source lines")
     if missing:
-        print(f"warning: no hypothesis for {len(missing)} of {a.n} sentences (ids "
-              f"{missing[:10]}{'...' if len(missing) > 10 else ''}); writing empty lines",
-              file=sys.stderr)
+        raise SystemExit(f"error: {a.log} has no hypothesis for {len(missing)} of {a.n} sentences "
+                         f"(ids {missing[:10]}{'...' if len(missing) > 10 else ''}): fairseq "
+                         "skipped them (sources longer than the model's maximum positions?)")
     tmp = f"{a.out}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as out:
         for i in range(a.n):

@@ -1,9 +1,10 @@
 """A synthetic parallel corpus whose sentences can be made arbitrarily long.
 
-The demo trains tiny systems on short sentences and tests them on far longer ones
-(SPEC §3-4).  For that to measure positional encodings, translation must need word order
+The demo trains tiny systems on short sentences and tests them on far longer ones.  For that to measure positional encodings, translation must need word order
 (a bag-of-words model fails), and a long sentence must be translatable piece by piece
 with reorderings as local as in the short ones.  This module makes such a language pair.
+It lives beside the scripts that run it (prepare-toy.sh), not in the model plugin, and
+imports only the standard library: generating a corpus starts no torch.
 
 Source language (``src``): subject-object-verb.  A clause is::
 
@@ -569,11 +570,11 @@ def _write_atomically(paths_and_lines: Sequence[Tuple[str, Sequence[str]]]) -> N
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_relpos.toy_corpus",
+        prog="python scripts/lib/toy_corpus.py",
         description="Write a synthetic parallel corpus to PREFIX.SRC and PREFIX.TGT, one sentence "
         "per line: an SOV source and an SVO target with agreement, clauses chained by conjunctions, "
         "source lengths uniform in [MIN_WORDS, MAX_WORDS] tokens. The grammar is in the module "
-        "docstring (python -m pydoc fairseq_relpos.toy_corpus).",
+        "docstring (python -m pydoc scripts/lib/toy_corpus.py).",
     )
     parser.add_argument("--out-prefix", required=True, help="output path without the language suffix")
     parser.add_argument("--n", type=int, required=True, help="number of sentence pairs")
