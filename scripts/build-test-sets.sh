@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the study's test sets, segmented like the training data and binarized for
-# fairseq-generate (SPEC §4).
+# fairseq-generate.
 #
 # Usage: scripts/build-test-sets.sh --work-dir PREPARED [--sets LIST] [options]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare the study's WMT19 Chinese->English training data (Rosendahl et al. 2019, SPEC §3).
+# Prepare the study's WMT19 Chinese->English training data (Rosendahl et al. 2019).
 #
 # Usage: scripts/prepare-wmt19-zh-en.sh --local-dir DIR [options]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train one system with the study's optimisation (Rosendahl et al. 2019 §4.1, SPEC §3).
+# Train one system with the study's optimisation (Rosendahl et al. 2019 §4.1).
 #
 # Usage: scripts/train.sh --data DATA --arch ARCH --save-dir DIR [options] [fairseq-train args]
 #
