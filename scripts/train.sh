@@ -5,11 +5,13 @@
 #
 #   DATA   a directory from prepare-wmt19-*.sh (WORK/data-bin/lenN, holding shard0..shardS-1)
 #          or any fairseq data-bin directory
-#   ARCH   a fairseq-relpos architecture: transformer_abs (absolute), transformer_rel (Shaw,
-#          k=16), transformer_rel_k (gamma^K only), transformer_rel_v, transformer_rel_sin
-#          (relative sinusoidal), transformer_rel_abs (relative + absolute),
-#          transformer_lstm_pos (LSTM), transformer_nope, transformer_abs_learned; or a stock
-#          fairseq architecture such as transformer
+#   ARCH   a fairseq-relpos architecture (docs/positions.md): the study's transformer_abs,
+#          transformer_rel, transformer_rel_k, transformer_rel_v, transformer_rel_sin,
+#          transformer_rel_abs, transformer_lstm_pos, transformer_nope,
+#          transformer_abs_learned; transformer_t5, transformer_alibi, transformer_rope,
+#          transformer_xl, transformer_rel_scalar, transformer_abs_scalar,
+#          transformer_huang1..4, transformer_shape; relpos_transformer with
+#          --encoder-pos/--decoder-pos SPEC; or a stock fairseq architecture such as transformer
 #
 # What it runs (fairseq-train; every value below can be changed by an option or by passing
 # the fairseq argument itself, which comes last and wins):

@@ -115,10 +115,10 @@ def test_recipes_dry_run(tmp_path, smoke):
     for table, needles in want.items():
         out = run(["bash", SCRIPTS / "reproduce" / f"{table}.sh", "--dry-run", "--work-root",
                    tmp_path / "w", "--runs-root", tmp_path / "r",
-                   "--system", "NoPE@100=transformer_nope@100"],
+                   "--system", "NoPE@100=transformer_nope@100", "--system", "T5@75=transformer_t5@75"],
                   env={"SMOKE": smoke}).stdout
-        for n in needles + ["train.sh", "translate.sh", "build-test-sets.sh",
-                            "analysis.report", "transformer_nope-len100", "NoPE@100="]:
+        for n in needles + ["train.sh", "translate.sh", "build-test-sets.sh", "analysis.report",
+                            "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75", "T5@75="]:
             assert n in out, (table, n)
         assert ("--encoder-layers 1" in out) == (smoke == "1")
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").rglob("*.done"))
@@ -687,6 +687,22 @@ def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
     (tmp_path / "generate.log").write_text("H-1\t-0.1\tb\nH-0\t-0.1\ta\n")
     run(cmd + ["2"])
     assert lines(tmp_path / "hyp.seg") == ["a", "b"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_scripts_train_and_translate_a_scheme_spec(toy, tmp_path):
+    """Any architecture, and any spec of schemes with settings, goes through train.sh and
+    translate.sh as the study's archs do."""
+    save = tmp_path / "alibi+shaw"
+    train = [arg if arg != toy["save"] else save for arg in toy["train"]]
+    train[train.index("transformer_abs")] = "relpos_transformer"
+    run(train + ["--encoder-pos", "alibi+shaw_k:k=4", "--decoder-pos", "rope+t5:buckets=8"])
+    assert "encoder alibi+shaw_k:k=4, decoder rope+t5:buckets=8" in (save / "train.log").read_text()
+    out = tmp_path / "translated"
+    run(["bash", SCRIPTS / "translate.sh", "--checkpoint", save / "checkpoint_last.pt", "--testset",
+         toy["test"], "--out-dir", out, "--cpu"])
+    assert len(lines(out / "hyp.txt")) == len(lines(toy["test"] / "raw.src"))
 
 
 @pytest.mark.slow
