@@ -15,6 +15,7 @@ from typing import Dict, List, Tuple
 
 from . import render
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
+from .cache import StatisticsCache, default_directory
 from .evaluate import PAIRED_TESTS, check_baseline, evaluate_by_length
 from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
 from .lengths import bpe_lengths, sentencepiece_lengths, whitespace_lengths
@@ -98,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seed of the resampling (default: 12345, as in sacrebleu)")
     scoring.add_argument("--workers", type=int, default=2,
                          help="processes computing sentence statistics (default: 2)")
+    cache = scoring.add_mutually_exclusive_group()
+    cache.add_argument("--cache-dir", metavar="DIR",
+                       help="where sentence statistics are kept between reports (default: "
+                       "$RELPOS_CACHE_DIR or ~/.cache/fairseq-relpos/statistics)")
+    cache.add_argument("--no-cache", action="store_true",
+                       help="compute every statistic afresh and store none")
 
     outputs = parser.add_argument_group("outputs (the markdown table always goes to stdout)")
     outputs.add_argument("--out-dir", metavar="DIR",
@@ -160,6 +167,8 @@ def run(args: argparse.Namespace) -> str:
         tokenize=args.tokenize, lowercase=args.lowercase, n_bootstrap=args.bootstrap,
         seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
         workers=args.workers,
+        cache=None if args.no_cache else StatisticsCache(args.cache_dir or default_directory()),
+        progress=_progress_line,
     )
     markdown = render.markdown_table(report, args.title)
     write_atomically(_rendered_outputs(args, targets, report, markdown, lengths, length_label))
@@ -215,6 +224,10 @@ def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], st
     if args.spm_model:
         return sentencepiece_lengths(text, args.spm_model), f"{side} length (SentencePiece pieces)"
     return whitespace_lengths(text), f"{side} length (whitespace tokens)"
+
+
+def _progress_line(line: str) -> None:
+    print(f"[relpos-report] {line}", file=sys.stderr, flush=True)
 
 
 def _warn_if_tokenized(systems: Dict[str, List[str]]) -> None:
