@@ -50,7 +50,7 @@ setup(
         "torch",
         # analysis/ uses sacrebleu's sentence-statistics internals and reproduces its TER
         # search (analysis/ter.py): versions checked by tests/test_analysis.py
-        "sacrebleu>=2.2,<2.7",
+        "sacrebleu>=2,<2.7",
         "numba",
         "sentencepiece",
         "subword-nmt",

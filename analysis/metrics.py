@@ -96,46 +96,42 @@ def sentence_statistics(
                 cached = cache.load(keys[config.name, name], len(hyps))
                 if cached is not None:
                     stats[config.name][name] = cached
-    if any(config.name == "ter" and len(stats["ter"]) < len(systems) for config in configs):
+    missing = {
+        config: {name: hyps for name, hyps in systems.items() if name not in stats[config.name]}
+        for config in configs
+    }
+    if any(systems_left and config.name == "ter" for config, systems_left in missing.items()):
         # compiled (or loaded from numba's cache) once here, before the workers fork
         ter.edit_counts([(["warm"], ["up"])])
 
     n_sentences = len(references[0])
     chunk = max(_MIN_CHUNK, math.ceil(n_sentences / (max(workers, 1) * _CHUNKS_PER_WORKER)))
     spans = [(start, min(start + chunk, n_sentences)) for start in range(0, n_sentences, chunk)]
-    pool = multiprocessing.Pool(workers) if workers > 1 else None
+    pool = multiprocessing.Pool(workers) if workers > 1 and any(missing.values()) else None
     try:
-        for config in configs:
-            missing = {name: hyps for name, hyps in systems.items() if name not in stats[config.name]}
-            if not missing:
-                _report(progress, f"{config.name} statistics: {len(systems)} systems from the cache")
-                continue
+        for config, systems_left in missing.items():
             start_time = time.perf_counter()
             tasks = [
                 (config, [stream[start:end] for stream in references],
-                 {name: hyps[start:end] for name, hyps in missing.items()})
-                for start, end in spans
+                 {name: hyps[start:end] for name, hyps in systems_left.items()})
+                for start, end in (spans if systems_left else [])
             ]
             results = (pool.map(_chunk_statistics, tasks, chunksize=1) if pool
                        else [_chunk_statistics(task) for task in tasks])
-            for name in missing:
+            for name in systems_left:
                 rows = [row for chunk_stats in results for row in chunk_stats[name]]
                 stats[config.name][name] = np.array(rows, dtype=float)
                 if cache is not None:
                     cache.save(keys[config.name, name], stats[config.name][name])
-            _report(progress, f"{config.name} statistics: {len(missing)} systems computed, "
-                    f"{len(systems) - len(missing)} from the cache, "
-                    f"{time.perf_counter() - start_time:.1f} s")
+            if progress is not None:
+                progress(f"{config.name} statistics of {len(systems)} systems: "
+                         f"{len(systems_left)} computed, {len(systems) - len(systems_left)} from "
+                         f"the cache, {time.perf_counter() - start_time:.1f} s")
     finally:
         if pool is not None:
             pool.terminate()
     return {config.name: {name: stats[config.name][name] for name in systems}
             for config in configs}
-
-
-def _report(progress: Optional[Callable[[str], None]], line: str) -> None:
-    if progress is not None:
-        progress(line)
 
 
 def _chunk_statistics(task) -> Dict[str, List[list]]:
