@@ -55,17 +55,26 @@ class StatisticsCache:
             return None
         return stats if stats.ndim == 2 and len(stats) == n_sentences else None
 
+    def create(self) -> None:
+        """Makes the folder: a cache that cannot be written fails before any work."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise self._error(err) from None
+
     def save(self, key: str, stats: np.ndarray) -> None:
         path = self._path(key)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
             with open(temporary, "wb") as out:
                 np.save(out, stats, allow_pickle=False)
             os.replace(temporary, path)
         except OSError as err:
             temporary.unlink(missing_ok=True)
-            raise InputError(
-                f"cannot write the statistics cache {self.directory}: {err.strerror or err}; "
-                "choose another with --cache-dir or pass --no-cache"
-            ) from None
+            raise self._error(err) from None
+
+    def _error(self, err: OSError) -> InputError:
+        return InputError(
+            f"cannot write the statistics cache {self.directory}: {err.strerror or err}; "
+            "choose another folder with --cache-dir or pass --no-cache"
+        )

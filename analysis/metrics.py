@@ -172,8 +172,11 @@ def _ter_statistics(metric: TER, hypotheses: Sequence[str], references: Sequence
 
 
 def corpus_score(metric: Metric, stats: np.ndarray, indices: Sequence[int]) -> Score:
-    """sacrebleu's corpus score of the sentences ``indices`` (its own sum and formula)."""
-    return metric._aggregate_and_compute(stats[indices].tolist())
+    """sacrebleu's corpus score of the sentences ``indices``: its formula applied to the
+    statistics summed in sentence order, as its own aggregation sums them."""
+    # cumsum adds strictly left to right (np.sum would add pairwise), so even the
+    # fractional TER reference lengths of three or more references sum to the same float
+    return metric._compute_score_from_stats(np.cumsum(stats[indices], axis=0)[-1].tolist())
 
 
 def length_ratio(bleu: BLEUScore) -> float:

@@ -10,6 +10,7 @@ one-line ``error: ...`` on stderr and exit status 2.
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -33,6 +34,8 @@ PLOT_FORMATS = ("png", "pdf")
 HISTOGRAM_FORMATS = ("png", "pdf", "svg")
 # sacrebleu's rule for "this looks tokenized" (metrics.py switches its own check off).
 _TOKENIZED_LINES_WARNING = 100
+# Sentence x system pairs from which a report prints its stages (a few seconds' work).
+PROGRESS_MIN_PAIRS = 10_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -145,7 +148,11 @@ def run(args: argparse.Namespace) -> str:
         raise InputError("--length-file already gives the lengths; drop --by-reference-length")
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
+    cache = None if args.no_cache else StatisticsCache(args.cache_dir or default_directory())
+    if cache is not None:
+        cache.create()
 
+    start_time = time.perf_counter()
     source = read_segments(args.source, "source")
     references = [read_segments(path, "reference") for path in args.ref]
     systems = {name: read_segments(path, "system") for name, path in systems_files}
@@ -162,16 +169,24 @@ def run(args: argparse.Namespace) -> str:
     if args.tokenize != "none":
         _warn_if_tokenized(systems)
 
+    # stage lines with times on stderr, for reports big enough to take a while
+    progress = _progress_line if len(source) * len(systems) >= PROGRESS_MIN_PAIRS else None
+    if progress is not None:
+        progress(f"inputs read: {len(source)} sentences, {len(systems)} systems, "
+                 f"{time.perf_counter() - start_time:.1f} s")
     report = evaluate_by_length(
         lengths, references, systems, buckets, metrics=metrics, baseline=args.baseline,
         tokenize=args.tokenize, lowercase=args.lowercase, n_bootstrap=args.bootstrap,
         seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
         workers=args.workers,
-        cache=None if args.no_cache else StatisticsCache(args.cache_dir or default_directory()),
-        progress=_progress_line,
+        cache=cache,
+        progress=progress,
     )
+    start_time = time.perf_counter()
     markdown = render.markdown_table(report, args.title)
     write_atomically(_rendered_outputs(args, targets, report, markdown, lengths, length_label))
+    if progress is not None:
+        progress(f"outputs rendered and written: {time.perf_counter() - start_time:.1f} s")
     return markdown
 
 
