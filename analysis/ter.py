@@ -43,10 +43,12 @@ def _beam(n_hyp, n_ref):
 def _fill_row(hyp, ref, i, ratio, beam, previous, row, ops):
     """Row ``i`` of the beam-limited edit distance from row ``i - 1`` (``previous``);
     ``ops`` receives the chosen operations (sacrebleu's preference: match/substitution,
-    then deletion, then insertion; a later one only if strictly cheaper)."""
+    then deletion, then insertion; a later one only if strictly cheaper), unless None
+    (numba then compiles a version without them)."""
     n_hyp, n_ref = len(hyp), len(ref)
     row[:] = _INFINITY
-    ops[:] = _UNDEF
+    if ops is not None:
+        ops[:] = _UNDEF
     diagonal = math.floor(i * ratio)
     lo = max(0, diagonal - beam)
     hi = min(n_ref + 1, diagonal + beam)
@@ -55,20 +57,19 @@ def _fill_row(hyp, ref, i, ratio, beam, previous, row, ops):
     for j in range(lo, hi):
         if j == 0:
             row[0] = previous[0] + 1
-            ops[0] = _DEL
+            if ops is not None:
+                ops[0] = _DEL
             continue
-        if hyp[i - 1] == ref[j - 1]:
-            cost, op = previous[j - 1], _NOP
-        else:
-            cost, op = previous[j - 1] + 1, _SUB
-        if row[j] > cost:
-            row[j], ops[j] = cost, op
-        cost = previous[j] + 1
-        if row[j] > cost:
-            row[j], ops[j] = cost, _DEL
-        cost = row[j - 1] + 1
-        if row[j] > cost:
-            row[j], ops[j] = cost, _INS
+        op = _NOP if hyp[i - 1] == ref[j - 1] else _SUB
+        best, best_op = previous[j - 1] + (op == _SUB), op
+        if previous[j] + 1 < best:
+            best, best_op = previous[j] + 1, _DEL
+        if row[j - 1] + 1 < best:
+            best, best_op = row[j - 1] + 1, _INS
+        if best < row[j]:  # row[j] is infinite: cells the beam leaves unreached stay so
+            row[j] = best
+            if ops is not None:
+                ops[j] = best_op
 
 
 @njit(cache=True)
@@ -84,7 +85,7 @@ def _full_matrix(hyp, ref, costs, ops):
 
 
 @njit(cache=True)
-def _distance_from(hyp, ref, start, base_costs, row_a, row_b, scratch_ops):
+def _distance_from(hyp, ref, start, base_costs, row_a, row_b):
     """Edit distance of ``hyp``, whose first ``start`` words are those of the hypothesis
     that ``base_costs`` was computed for (its rows up to ``start`` are reused)."""
     n_hyp, n_ref = len(hyp), len(ref)
@@ -92,7 +93,7 @@ def _distance_from(hyp, ref, start, base_costs, row_a, row_b, scratch_ops):
     row_a[:] = base_costs[start]
     previous, row = row_a, row_b
     for i in range(start + 1, n_hyp + 1):
-        _fill_row(hyp, ref, i, ratio, beam, previous, row, scratch_ops)
+        _fill_row(hyp, ref, i, ratio, beam, previous, row, None)
         previous, row = row, previous
     return previous[n_ref]
 
@@ -157,7 +158,6 @@ def edit_count(hyp, ref):
     ops = np.empty((n_hyp + 1, n_ref + 1), dtype=np.int8)
     row_a = np.empty(n_ref + 1, dtype=np.int64)
     row_b = np.empty(n_ref + 1, dtype=np.int64)
-    scratch_ops = np.empty(n_ref + 1, dtype=np.int8)
     align = np.empty(n_ref, dtype=np.int64)
     hyp_err = np.zeros(n_hyp, dtype=np.int64)
     ref_err = np.zeros(n_ref, dtype=np.int64)
@@ -204,7 +204,7 @@ def edit_count(hyp, ref):
                             _shifted(words, start_h, length, target, candidate)
                             prefix = _common_prefix(words, candidate)
                             score = pre_score - _distance_from(
-                                candidate, ref, prefix, costs, row_a, row_b, scratch_ops)
+                                candidate, ref, prefix, costs, row_a, row_b)
                             checked += 1
                             # sacrebleu ranks (score, length, -start_h, -target), highest first
                             if (not found or score > best_score or (score == best_score and (

@@ -221,9 +221,11 @@ def test_statistics_do_not_depend_on_the_number_of_workers():
 
 # --- TER: analysis.ter against sacrebleu's own search -------------------------------------
 
+# sacrebleu's TER as the oracle costs seconds per system: one reference each (the
+# fewest-edits choice among several is covered by the multi-reference bucket case)
 @pytest.mark.parametrize("pair, refs, system", [
-    ("de-en", ("A", "B"), "Online-W"),
-    ("de-en", ("A", "B"), "happypoet"),
+    ("de-en", ("A",), "Online-W"),
+    ("de-en", ("B",), "happypoet"),
     ("zh-en", ("A",), "NiuTrans"),
 ])
 def test_ter_edits_equal_sacrebleus_on_every_sentence(pair, refs, system):
