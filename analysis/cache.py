@@ -66,6 +66,7 @@ class StatisticsCache:
         path = self._path(key)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
+            self.directory.mkdir(parents=True, exist_ok=True)
             with open(temporary, "wb") as out:
                 np.save(out, stats, allow_pickle=False)
             os.replace(temporary, path)

@@ -1,9 +1,12 @@
 """Sentence statistics and corpus scores through sacrebleu's own metric classes.
 
-Each sentence's sufficient statistics (n-gram counts, edit counts, ...) are computed once.
-A bucket's score is sacrebleu's own aggregation of its sentences' statistics, hence
+Each sentence's sufficient statistics (n-gram counts, edit counts, ...) are computed once
+per system and metric, and kept in the statistics cache (analysis.cache) between reports.
+A bucket's score is sacrebleu's own formula over its sentences' summed statistics, hence
 identical to running sacrebleu on that subset alone; bootstrap samples only re-sum them.
-TER dominates the cost, so the statistics are computed in chunks on a process pool.
+TER's edits come from analysis.ter (sacrebleu's search, compiled); all statistics are
+computed in chunks on a process pool.  These are sacrebleu internals: setup.py bounds its
+version to those checked.
 """
 import math
 import multiprocessing
