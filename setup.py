@@ -48,7 +48,10 @@ setup(
     install_requires=[
         "fairseq==0.12.2",
         "torch",
-        "sacrebleu>=2",
+        # analysis/ uses sacrebleu's sentence-statistics internals and reproduces its TER
+        # search (analysis/ter.py): versions checked by tests/test_analysis.py
+        "sacrebleu>=2,<2.7",
+        "numba",
         "sentencepiece",
         "subword-nmt",
         "sacremoses",

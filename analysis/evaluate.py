@@ -1,11 +1,13 @@
 """Scores, confidence intervals and paired tests of several systems per length bucket."""
+import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from . import bootstrap
 from .buckets import Bucket, bucket_members
+from .cache import StatisticsCache
 from .io import InputError, check_parallel
 from .metrics import (
     METRICS, MetricConfig, corpus_score, length_ratio, scores_from_sums, sentence_statistics,
@@ -78,12 +80,16 @@ def evaluate_by_length(
     paired_test: str = "bs",
     ar_trials: int = 10000,
     workers: int = 2,
+    cache: Optional[StatisticsCache] = None,
+    progress: Optional[Callable[[str], None]] = None,
 ) -> LengthReport:
     """Every system's corpus scores on every bucket and on the whole set.
 
     ``references`` holds one stream per reference translation; ``systems`` maps names to
     hypotheses, in the order they are to be reported.  The baseline (default: the first
     system) is what the paired test compares each other system with, bucket by bucket.
+    Sentence statistics are read from and added to ``cache`` (see analysis.cache);
+    ``progress`` receives a line with the time of each stage.
     """
     names = list(systems)
     parallel = [("the lengths", lengths)]
@@ -97,7 +103,8 @@ def evaluate_by_length(
     check_resampling(n_bootstrap, ar_trials, seed)
 
     configs = [MetricConfig(name, tokenize, lowercase, target_lang) for name in metrics]
-    stats = sentence_statistics(configs, references, systems, workers)
+    stats = sentence_statistics(configs, references, systems, workers, cache, progress)
+    start_time = time.perf_counter()
     scoring = _SubsetScoring(
         names, baseline, {config.name: config.build() for config in configs}, stats,
         n_bootstrap, seed, paired_test, ar_trials,
@@ -106,6 +113,10 @@ def evaluate_by_length(
     groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
     cells = [cell for bucket, indices in groups for cell in scoring.cells(bucket, indices)]
     _mark_identical_to_baseline(cells, dict(groups), systems, baseline)
+    if progress is not None:
+        stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in scoring.seconds.items())
+        progress(f"scores of {len(groups)} sentence sets: {time.perf_counter() - start_time:.1f} s"
+                 + (f" ({stages})" if stages else ""))
 
     resampling = {"seed": seed, "bs": n_bootstrap or None}
     if paired_test == "ar":
@@ -164,16 +175,20 @@ class _SubsetScoring:
         self.names, self.baseline, self.scorers, self.stats = names, baseline, scorers, stats
         self.n_bootstrap, self.seed = n_bootstrap, seed
         self.paired_test, self.ar_trials = paired_test, ar_trials
-        self.stat_arrays = {
-            metric: {name: np.asarray(stats[metric][name], dtype=float) for name in names}
-            for metric in scorers
-        }
+        # seconds per stage, for the progress line
+        self.seconds: Dict[str, float] = {}
+
+    def _timed(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
+        return now
 
     def cells(self, bucket: Optional[Bucket], indices: List[int]) -> List[Cell]:
         """Every system's cell on the sentences ``indices``."""
         if not indices:
             return [Cell(name, bucket, 0, {metric: MetricResult(None) for metric in self.scorers})
                     for name in self.names]
+        since = time.perf_counter()
         corpus = {
             name: {
                 metric: corpus_score(scorer, self.stats[metric][name], indices)
@@ -185,8 +200,10 @@ class _SubsetScoring:
             name: {metric: MetricResult(score.score) for metric, score in corpus[name].items()}
             for name in self.names
         }
+        since = self._timed("bucket scores", since)
         if self.n_bootstrap > 0:
             resampled = self._bootstrap_scores(indices)
+            since = time.perf_counter()
             for name in self.names:
                 for metric in self.scorers:
                     result = results[name][metric]
@@ -197,6 +214,7 @@ class _SubsetScoring:
                             scores, resampled[metric][self.baseline],
                             abs(result.score - results[self.baseline][metric].score),
                         )
+            since = self._timed("intervals and paired tests", since)
         if self.paired_test == "ar":
             for name in self.names:
                 if name == self.baseline:
@@ -205,11 +223,12 @@ class _SubsetScoring:
                     result = results[name][metric]
                     result.p_value = bootstrap.approximate_randomization_p_value(
                         lambda sums: scores_from_sums(scorer, sums),
-                        self.stat_arrays[metric][name][indices],
-                        self.stat_arrays[metric][self.baseline][indices],
+                        self.stats[metric][name][indices],
+                        self.stats[metric][self.baseline][indices],
                         abs(result.score - results[self.baseline][metric].score),
                         self.ar_trials, self.seed,
                     )
+            self._timed("approximate randomization", since)
         return [
             Cell(name, bucket, len(indices), results[name],
                  length_ratio(corpus[name]["bleu"]) if "bleu" in corpus[name] else None)
@@ -219,10 +238,13 @@ class _SubsetScoring:
     def _bootstrap_scores(self, indices: List[int]) -> Dict[str, Dict[str, List[float]]]:
         """``scores[metric][system]`` of the bootstrap resamples; all systems and metrics
         on the same resamples."""
+        since = time.perf_counter()
         columns = [(metric, name) for metric in self.scorers for name in self.names]
-        blocks = [self.stat_arrays[metric][name][indices] for metric, name in columns]
+        blocks = [self.stats[metric][name][indices] for metric, name in columns]
         resamples = bootstrap.resample_indices(len(indices), self.n_bootstrap, self.seed)
+        since = self._timed("resample draws", since)
         sums = bootstrap.resampled_sums(np.hstack(blocks), resamples)
+        since = self._timed("resample sums", since)
         scores: Dict[str, Dict[str, List[float]]] = {metric: {} for metric in self.scorers}
         start = 0
         for (metric, name), block in zip(columns, blocks):
@@ -230,4 +252,5 @@ class _SubsetScoring:
             block_sums = sums[:, start:start + width]
             scores[metric][name] = scores_from_sums(self.scorers[metric], block_sums)
             start += width
+        self._timed("resample scores", since)
         return scores

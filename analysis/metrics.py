@@ -1,19 +1,26 @@
 """Sentence statistics and corpus scores through sacrebleu's own metric classes.
 
-Each sentence's sufficient statistics (n-gram counts, edit counts, ...) are computed once.
-A bucket's score is sacrebleu's own aggregation of its sentences' statistics, hence
+Each sentence's sufficient statistics (n-gram counts, edit counts, ...) are computed once
+per system and metric, and kept in the statistics cache (analysis.cache) between reports.
+A bucket's score is sacrebleu's own formula over its sentences' summed statistics, hence
 identical to running sacrebleu on that subset alone; bootstrap samples only re-sum them.
-TER dominates the cost, so the statistics are computed in chunks on a process pool.
+TER's edits come from analysis.ter (sacrebleu's search, compiled); all statistics are
+computed in chunks on a process pool.  These are sacrebleu internals: setup.py bounds its
+version to those checked.
 """
 import math
 import multiprocessing
+import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric, Score
 from sacrebleu.metrics.bleu import BLEUScore
 
+from . import ter
+from .cache import StatisticsCache
 from .io import InputError
 
 METRICS = ("bleu", "ter", "chrf")
@@ -77,39 +84,62 @@ def sentence_statistics(
     references: Sequence[Sequence[str]],
     systems: Dict[str, Sequence[str]],
     workers: int = 2,
-) -> Dict[str, Dict[str, List[list]]]:
-    """``stats[metric][system][i]``: sacrebleu's statistics of sentence i.
+    cache: Optional[StatisticsCache] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> Dict[str, Dict[str, np.ndarray]]:
+    """``stats[metric][system]``: sacrebleu's statistics of each sentence, one row each.
 
     ``references`` is a list of reference streams (one per reference translation), as in
-    sacrebleu's ``corpus_score``.
+    sacrebleu's ``corpus_score``.  With a ``cache``, a system's statistics for a metric are
+    computed once and then read back, so that adding a system to a report computes only
+    that one.  ``progress`` receives one line per metric with its time.
     """
+    stats: Dict[str, Dict[str, np.ndarray]] = {config.name: {} for config in configs}
+    keys = {}
+    for config in configs:
+        for name, hyps in systems.items():
+            if cache is not None:
+                keys[config.name, name] = cache.key(
+                    signature(config, len(references)), references, hyps)
+                cached = cache.load(keys[config.name, name], len(hyps))
+                if cached is not None:
+                    stats[config.name][name] = cached
+    missing = {
+        config: {name: hyps for name, hyps in systems.items() if name not in stats[config.name]}
+        for config in configs
+    }
+    if any(systems_left and config.name == "ter" for config, systems_left in missing.items()):
+        # compiled (or loaded from numba's cache) once here, before the workers fork
+        ter.edit_counts([(["warm"], ["up"])])
+
     n_sentences = len(references[0])
     chunk = max(_MIN_CHUNK, math.ceil(n_sentences / (max(workers, 1) * _CHUNKS_PER_WORKER)))
     spans = [(start, min(start + chunk, n_sentences)) for start in range(0, n_sentences, chunk)]
-    # TER chunks first: they are the slow ones, the cheap BLEU/chrF chunks fill in at the end.
-    ordered = sorted(configs, key=lambda config: config.name != "ter")
-    tasks = [
-        (
-            config,
-            [stream[start:end] for stream in references],
-            {name: hyps[start:end] for name, hyps in systems.items()},
-        )
-        for config in ordered
-        for start, end in spans
-    ]
-    if workers > 1:
-        with multiprocessing.Pool(workers) as pool:
-            results = pool.map(_chunk_statistics, tasks, chunksize=1)
-    else:
-        results = [_chunk_statistics(task) for task in tasks]
-
-    stats: Dict[str, Dict[str, List[list]]] = {
-        config.name: {name: [] for name in systems} for config in configs
-    }
-    for (config, _, _), chunk_stats in zip(tasks, results):
-        for name, sentence_stats in chunk_stats.items():
-            stats[config.name][name].extend(sentence_stats)
-    return stats
+    pool = multiprocessing.Pool(workers) if workers > 1 and any(missing.values()) else None
+    try:
+        for config, systems_left in missing.items():
+            start_time = time.perf_counter()
+            tasks = [
+                (config, [stream[start:end] for stream in references],
+                 {name: hyps[start:end] for name, hyps in systems_left.items()})
+                for start, end in (spans if systems_left else [])
+            ]
+            results = (pool.map(_chunk_statistics, tasks, chunksize=1) if pool
+                       else [_chunk_statistics(task) for task in tasks])
+            for name in systems_left:
+                rows = [row for chunk_stats in results for row in chunk_stats[name]]
+                stats[config.name][name] = np.array(rows, dtype=float)
+                if cache is not None:
+                    cache.save(keys[config.name, name], stats[config.name][name])
+            if progress is not None:
+                progress(f"{config.name} statistics of {len(systems)} systems: "
+                         f"{len(systems_left)} computed, {len(systems) - len(systems_left)} from "
+                         f"the cache, {time.perf_counter() - start_time:.1f} s")
+    finally:
+        if pool is not None:
+            pool.terminate()
+    return {config.name: {name: stats[config.name][name] for name in systems}
+            for config in configs}
 
 
 def _chunk_statistics(task) -> Dict[str, List[list]]:
@@ -122,18 +152,39 @@ def _chunk_statistics(task) -> Dict[str, List[list]]:
         for i, hyp in enumerate(hyps):
             distinct.setdefault((i, hyp), len(distinct))
     metric = config.build(references)
-    per_sentence_references = metric._ref_cache
-    metric._ref_cache = [per_sentence_references[i] for i, _ in distinct]
-    stats = metric._extract_corpus_statistics([hyp for _, hyp in distinct], None)
+    per_sentence_references = [metric._ref_cache[i] for i, _ in distinct]
+    hypotheses = [hyp for _, hyp in distinct]
+    if config.name == "ter":
+        stats = _ter_statistics(metric, hypotheses, per_sentence_references)
+    else:
+        metric._ref_cache = per_sentence_references
+        stats = metric._extract_corpus_statistics(hypotheses, None)
     return {
         name: [stats[distinct[i, hyp]] for i, hyp in enumerate(hyps)]
         for name, hyps in systems.items()
     }
 
 
-def corpus_score(metric: Metric, stats: Sequence[list], indices: Sequence[int]) -> Score:
-    """sacrebleu's corpus score of the sentences ``indices`` (its own sum and formula)."""
-    return metric._aggregate_and_compute([stats[i] for i in indices])
+def _ter_statistics(metric: TER, hypotheses: Sequence[str], references: Sequence[dict]) -> List[list]:
+    """sacrebleu's TER statistics ([fewest edits over the references, mean reference
+    length], as its ``_compute_segment_statistics``), the edits counted by analysis.ter."""
+    words = [metric._preprocess_segment(hyp).split() for hyp in hypotheses]
+    pairs = [(hyp, ref) for hyp, refs in zip(words, references) for ref in refs["ref_words"]]
+    edits = iter(ter.edit_counts(pairs))
+    stats = []
+    for refs in references:
+        ref_words = refs["ref_words"]
+        best = min(next(edits) for _ in ref_words)
+        stats.append([best, sum(len(ref) for ref in ref_words) / len(ref_words)])
+    return stats
+
+
+def corpus_score(metric: Metric, stats: np.ndarray, indices: Sequence[int]) -> Score:
+    """sacrebleu's corpus score of the sentences ``indices``: its formula applied to the
+    statistics summed in sentence order, as its own aggregation sums them."""
+    # cumsum adds strictly left to right (np.sum would add pairwise), so even the
+    # fractional TER reference lengths of three or more references sum to the same float
+    return metric._compute_score_from_stats(np.cumsum(stats[indices], axis=0)[-1].tolist())
 
 
 def length_ratio(bleu: BLEUScore) -> float:

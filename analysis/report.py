@@ -12,11 +12,13 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 from . import render
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
+from .cache import StatisticsCache, default_directory
 from .evaluate import PAIRED_TESTS, check_baseline, check_resampling, evaluate_by_length
 from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
 from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
@@ -35,6 +37,8 @@ PLOT_FORMATS = ("png", "pdf")
 HISTOGRAM_FORMATS = ("png", "pdf", "svg")
 # sacrebleu's rule for "this looks tokenized" (metrics.py switches its own check off).
 _TOKENIZED_LINES_WARNING = 100
+# Sentence x system pairs from which a report prints its stages (a few seconds' work).
+PROGRESS_MIN_PAIRS = 10_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seed of the resampling (default: 12345, as in sacrebleu)")
     scoring.add_argument("--workers", type=int, default=2,
                          help="processes computing sentence statistics (default: 2)")
+    cache = scoring.add_mutually_exclusive_group()
+    cache.add_argument("--cache-dir", metavar="DIR",
+                       help="where sentence statistics are kept between reports (default: "
+                       "$RELPOS_CACHE_DIR or ~/.cache/fairseq-relpos/statistics)")
+    cache.add_argument("--no-cache", action="store_true",
+                       help="compute every statistic afresh and store none")
 
     outputs = parser.add_argument_group("outputs (the markdown table always goes to stdout)")
     outputs.add_argument("--out-dir", metavar="DIR",
@@ -163,7 +173,11 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if args.length_unit == "char" and given:
         raise InputError(f"--length-unit char counts the characters of the text itself; "
                          f"drop {given[0]}")
+    cache = None if args.no_cache else StatisticsCache(args.cache_dir or default_directory())
+    if cache is not None:
+        cache.create()
 
+    start_time = time.perf_counter()
     source = read_segments(args.source, "source")
     references = [read_segments(path, "reference") for path in args.ref]
     systems = {name: read_segments(path, "system") for name, path in systems_files}
@@ -195,14 +209,24 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if args.tokenize != "none":
         _warn_if_tokenized(systems)
 
+    # stage lines with times on stderr, for reports big enough to take a while
+    progress = _progress_line if len(source) * len(systems) >= PROGRESS_MIN_PAIRS else None
+    if progress is not None:
+        progress(f"inputs read: {len(source)} sentences, {len(systems)} systems, "
+                 f"{time.perf_counter() - start_time:.1f} s")
     report = evaluate_by_length(
         lengths, references, systems, buckets, metrics=metrics, baseline=args.baseline,
         tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
         n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test,
         ar_trials=args.ar_trials, workers=args.workers,
+        cache=cache, progress=progress,
     )
+    start_time = time.perf_counter()
     markdown = render.markdown_table(report, args.title)
-    return markdown, _rendered_outputs(args, targets, report, markdown, lengths, length_label)
+    outputs = _rendered_outputs(args, targets, report, markdown, lengths, length_label)
+    if progress is not None:
+        progress(f"outputs rendered: {time.perf_counter() - start_time:.1f} s")
+    return markdown, outputs
 
 
 def _rendered_outputs(args, targets, report, markdown, lengths, length_label) -> Dict[Path, bytes]:
@@ -296,6 +320,10 @@ def check_writable(paths) -> None:
         except OSError as err:
             raise InputError(f"cannot write {path}: {folder} is not writable "
                              f"({err.strerror or err})") from None
+
+
+def _progress_line(line: str) -> None:
+    print(f"[relpos-report] {line}", file=sys.stderr, flush=True)
 
 
 def _warn_if_tokenized(systems: Dict[str, List[str]]) -> None:

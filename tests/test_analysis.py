@@ -1,15 +1,20 @@
 """The analysis library: buckets, input parsing, lengths, and scores / confidence intervals /
 paired tests checked against sacrebleu itself on real WMT21 system outputs."""
 import random
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sacrebleu
+from packaging.requirements import Requirement
 from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.metrics.lib_ter import translation_edit_rate
 from sacrebleu.significance import PairedTest
 
-from analysis import bootstrap
+from analysis import bootstrap, ter
 from analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
+from analysis.cache import StatisticsCache
 from analysis.evaluate import evaluate_by_length
 from analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
 from analysis.lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
@@ -268,8 +273,83 @@ def test_target_language_picks_sacrebleus_tokenizer():
 def test_statistics_do_not_depend_on_the_number_of_workers():
     _, references, hyps = wmt21("zh-en", systems=("Borderline", "Facebook-AI"), lines=slice(300))
     configs = [MetricConfig("bleu"), MetricConfig("chrf")]
-    assert sentence_statistics(configs, references, hyps, workers=1) == \
-        sentence_statistics(configs, references, hyps, workers=2)
+    one, two = (sentence_statistics(configs, references, hyps, workers=n) for n in (1, 2))
+    for metric in ("bleu", "chrf"):
+        assert all(np.array_equal(one[metric][name], two[metric][name]) for name in hyps)
+
+
+# --- TER: analysis.ter against sacrebleu's own search -------------------------------------
+
+# sacrebleu's TER as the oracle costs seconds per system: one reference each (the
+# fewest-edits choice among several is covered by the multi-reference bucket case)
+@pytest.mark.parametrize("pair, refs, system", [
+    ("de-en", ("A",), "Online-W"),
+    ("de-en", ("B",), "happypoet"),
+    ("zh-en", ("A",), "NiuTrans"),
+])
+def test_ter_edits_equal_sacrebleus_on_every_sentence(pair, refs, system):
+    _, references, hyps = wmt21(pair, refs, (system,))
+    ours = sentence_statistics([MetricConfig("ter")], references, hyps, workers=2)["ter"][system]
+    scorer = TER()
+    for i, hyp in enumerate(hyps[system]):
+        expected = scorer.sentence_score(hyp, [stream[i] for stream in references])
+        assert ours[i].tolist() == [expected.num_edits, expected.ref_length], (i, hyp)
+
+
+def test_ter_edits_equal_sacrebleus_on_edge_cases():
+    rng = random.Random(12)
+    pairs = [([], []), ([], ["a", "b"]), (["a", "b"], []),
+             (["x"], ["a"] * 60), (["a"] * 3, ["b"] * 80)]  # sacrebleu widens the beam here
+    for _ in range(100):
+        vocabulary = "abcdefghijklmnopqrst"[:rng.choice([1, 2, 3, 6, 20])]
+        pairs.append(tuple([rng.choice(vocabulary) for _ in range(rng.randint(0, 20))]
+                           for _ in range(2)))
+    # two-letter words: so many shifts that the search stops at 1000 candidates (sacrebleu
+    # counts 11 edits for this pair; without the stop it would find 5)
+    rng = random.Random(3)
+    pairs.append(tuple([rng.choice("ab") for _ in range(30)] for _ in range(2)))
+    assert ter.edit_counts(pairs) == [translation_edit_rate(hyp, ref)[0] for hyp, ref in pairs]
+
+
+def test_sacrebleu_is_within_the_versions_setup_py_allows():
+    """analysis/ relies on sacrebleu internals (sentence statistics, its TER search):
+    setup.py bounds the versions, and the tests above check the installed one."""
+    setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text(encoding="utf-8")
+    (spec,) = re.findall(r'"(sacrebleu[^"]*)"', setup)
+    requirement = Requirement(spec)
+    assert requirement.specifier and requirement.specifier.contains(sacrebleu.__version__)
+    assert not requirement.specifier.contains("2.7"), "raise the bound only after checking"
+
+
+# --- the statistics cache ------------------------------------------------------------------
+
+def test_cache_computes_only_what_is_new(tmp_path):
+    _, references, hyps = wmt21("de-en", systems=("Online-W", "Facebook-AI", "happypoet"),
+                                lines=slice(60))
+    configs = [MetricConfig("bleu"), MetricConfig("ter")]
+    cache = StatisticsCache(tmp_path / "cache")
+    fresh = sentence_statistics(configs, references, hyps, workers=1)
+
+    def cached_run(systems):
+        lines = []
+        stats = sentence_statistics(configs, references, systems, workers=1, cache=cache,
+                                    progress=lines.append)
+        for metric in stats:
+            assert all(np.array_equal(stats[metric][name], fresh[metric][name]) for name in systems)
+        return [re.search(r"\d+ computed, \d+ from the cache", line).group(0) for line in lines]
+
+    first_two = {name: hyps[name] for name in ("Online-W", "Facebook-AI")}
+    assert cached_run(first_two) == ["2 computed, 0 from the cache"] * 2
+    assert cached_run(hyps) == ["1 computed, 2 from the cache"] * 2
+    assert cached_run(hyps) == ["0 computed, 3 from the cache"] * 2
+
+    # an edited hypothesis is a new entry; damaged entries are computed again
+    hyps = dict(hyps, happypoet=["edited"] + hyps["happypoet"][1:])
+    fresh = sentence_statistics(configs, references, hyps, workers=1)
+    assert cached_run(hyps) == ["1 computed, 2 from the cache"] * 2
+    for entry in (tmp_path / "cache").iterdir():
+        entry.write_bytes(b"not numpy")
+    assert cached_run(hyps) == ["3 computed, 0 from the cache"] * 2
 
 
 # --- confidence intervals and paired tests -------------------------------------------------

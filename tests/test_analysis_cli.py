@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
+from analysis import report
 from analysis.report import main
 
 WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
@@ -23,6 +25,14 @@ REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "length_ratio", "bleu"
                  "chrf_ci_lo", "chrf_ci_hi", "chrf_p"}
 OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex",
                  "buckets.png", "buckets.pdf", "lengths.png"}
+
+
+@pytest.fixture(autouse=True)
+def private_statistics_cache(tmp_path_factory, monkeypatch):
+    """Reports cache sentence statistics under $RELPOS_CACHE_DIR: a fresh one per test."""
+    folder = tmp_path_factory.mktemp("statistics-cache")
+    monkeypatch.setenv("RELPOS_CACHE_DIR", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -212,12 +222,40 @@ def _bad_inputs(data, folder):
                                     f"{data['generate-bpe']}: 117 of {N_LINES} lines still carry BPE"),
         "unsegmented source": (["--source", str(zh_file(data))] if "zh" in data else [],
                                f"{data.get('zh')} looks like text written without spaces"),
+        "cache folder is a file": (["--cache-dir", str(data["src"])],
+                                   f"cannot write the statistics cache {data['src']}: "),
     }
+
+
+def test_cache_progress_lines_and_no_cache(data, tmp_path, capsys, monkeypatch,
+                                          private_statistics_cache):
+    monkeypatch.setattr(report, "PROGRESS_MIN_PAIRS", 2 * N_LINES)  # lines for 2+ systems
+    args = base_args(data) + ["--metrics", "bleu,ter", "--bootstrap", "20"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert re.findall(r"\[relpos-report\] (\w+) statistics of 3 systems: (\d) computed", first.err) == [
+        ("bleu", "3"), ("ter", "3")]
+    assert "[relpos-report] outputs rendered" in first.err
+    assert len(list(private_statistics_cache.iterdir())) == 6  # 2 metrics x 3 systems
+
+    assert main(args) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out
+    assert "bleu statistics of 3 systems: 0 computed, 3 from the cache" in again.err
+
+    elsewhere = tmp_path / "elsewhere"
+    assert main(args + ["--no-cache"]) == 0 and main(args + ["--cache-dir", str(elsewhere)]) == 0
+    assert capsys.readouterr().out == first.out * 2
+    assert len(list(private_statistics_cache.iterdir())) == 6 and len(list(elsewhere.iterdir())) == 6
+
+    assert main(base_args(data, SYSTEMS[:1]) + ["--bootstrap", "0"]) == 0
+    assert "[relpos-report]" not in capsys.readouterr().err  # small reports stay quiet
 
 
 BAD_INPUTS = ["mismatched line counts", "missing file", "empty file", "invalid UTF-8",
               "unknown baseline", "edges not increasing", "bad system spec", "unknown metric",
-              "negative seed", "hypotheses in BPE", "fairseq H- lines in BPE", "unsegmented source"]
+              "negative seed", "hypotheses in BPE", "fairseq H- lines in BPE", "unsegmented source",
+              "cache folder is a file"]
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
