@@ -1,4 +1,4 @@
-"""Length-bucket analysis of translation quality: the reference study's Table 2 (SPEC §3-§4).
+"""Length-bucket analysis of translation quality: the reference study's Table 2 (Rosendahl et al. 2019).
 
 Per source-length bucket, every system's sacrebleu BLEU/TER/chrF with bootstrap confidence
 intervals and paired tests against a baseline; ``python -m analysis.report`` (installed as
