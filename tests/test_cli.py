@@ -1,6 +1,6 @@
 """End to end through the stock fairseq commands (every architecture):
-preprocess a tiny corpus, train one short epoch, reload, generate with beam 4 (also on
-sources three times longer than any training sentence), resume training."""
+preprocess a tiny corpus, train one short epoch, reload, generate with beam 4 on sources
+three times longer than any training sentence, resume training."""
 import os
 import re
 import shutil
