@@ -11,12 +11,12 @@ optimizer's cost is the same for every arch).  Inference: fairseq's beam search
 machine hits all archs alike.  Each round gives a ratio to ``transformer_abs`` measured
 next to it; the table shows the median ratio and the spread (min–max) over the rounds.
 Peak memory is that of one training step: the CUDA allocator's peak on a GPU; on a CPU the
-growth of the resident set of a fresh process (``--memory-probe``), which also counts the
-gradients.  Timings are measured here, never asserted in tests.
+peak growth of the resident set of a fresh process over its first training step
+(``--memory-probe``; Linux's VmHWM, reset before the step): activations and gradients.  Timings are measured here, never
+asserted in tests.
 """
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -98,18 +98,21 @@ def peak_training_memory(arch, options, device, argv) -> float:
     return json.loads(probe.stdout.strip().splitlines()[-1])["peak_mib"]
 
 
-def resident_mib() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * resource.getpagesize() / 2 ** 20
+def resident_mib(field: str) -> float:
+    """``VmRSS`` (now) or ``VmHWM`` (the peak since the last reset) of this process, in MiB.
+    Not getrusage's ru_maxrss: Linux carries that over from the parent across exec."""
+    with open("/proc/self/status") as status:
+        kib = next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+    return kib / 1024
 
 
 def memory_probe(arch, options):
     workload = Workload(arch, options, torch.device("cpu"))
-    workload.train_step()  # the first step allocates the gradients, which stay allocated in the peak
-    before = resident_mib()
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # resets VmHWM to the current resident set
+    before = resident_mib("VmRSS")
     workload.train_step()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(json.dumps({"peak_mib": max(peak - before, 0.0)}))
+    print(json.dumps({"peak_mib": resident_mib("VmHWM") - before}))
 
 
 def _without_archs(argv):

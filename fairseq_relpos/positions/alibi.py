@@ -39,4 +39,4 @@ class ALiBi(AttentionScheme):
             distance = (span.distances(lowest, span.k_len) + lowest).abs()  # Tq x Tk, |j - i|
             return (-self.slopes * distance).unsqueeze(0)  # 1 x H x Tq x Tk
 
-        return span.memo.get(("alibi", span.q_start, span.q_len, span.k_len), build).to(q.dtype)
+        return span.once(self.name, build).to(q.dtype)

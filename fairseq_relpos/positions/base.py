@@ -98,6 +98,12 @@ class AttentionSpan:
     device: torch.device
     memo: PassMemo
 
+    def once(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """``build()`` for this call's queries and keys, built by the first layer of the pass
+        that asks with ``key`` and shared by the others (a bias shared across layers: key it
+        by the scheme instance; one that is the same in every layer: by the scheme's name)."""
+        return self.memo.get((key, self.q_start, self.q_len, self.k_len), build)
+
     def distances(self, lowest: int, highest: int) -> Tensor:
         """``clip(j - i, lowest, highest) - lowest`` for every (query, key): a ``Tq x Tk``
         index into a table whose rows hold the distances ``lowest … highest``."""
@@ -108,7 +114,7 @@ class AttentionSpan:
             distance = keys.unsqueeze(0) - queries.unsqueeze(1)  # Tq x Tk
             return distance.clamp(lowest, highest) - lowest
 
-        return self.memo.get(("distances", self.q_start, self.q_len, self.k_len, lowest, highest), build)
+        return self.once(("distances", lowest, highest), build)
 
     def key_token_positions(self) -> Tensor:
         """Each key's position among the real tokens of its row (B|1 x Tk): padding, which
@@ -282,8 +288,7 @@ class DistanceTableScheme(AttentionScheme):
                         f"set {self.name}:clip=K to clip distances at K instead")
         if self.unsigned:
             reach = min(self.reach, longest)
-            index = span.memo.get(("unsigned", span.q_start, span.q_len, span.k_len, reach),
-                                  lambda: (span.distances(-reach, reach) - reach).abs())
+            index = span.once(("unsigned", reach), lambda: (span.distances(-reach, reach) - reach).abs())
             return slice(0, reach + 1), index
         lowest = max(self.lowest, -(span.q_start + span.q_len - 1))
         highest = min(self.highest, span.k_len - 1 - span.q_start)

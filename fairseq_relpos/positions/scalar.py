@@ -34,7 +34,7 @@ class RelativeScalar(DistanceTableScheme):
             needed, index = self.window(span)
             return self.table[needed][index].permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
 
-        return span.memo.get((id(self), span.q_start, span.q_len, span.k_len), build).to(q.dtype)
+        return span.once(id(self), build).to(q.dtype)
 
 
 @register_scheme("abs_scalar")

@@ -62,4 +62,4 @@ class T5Bias(AttentionScheme):
             return bias.permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
 
         # layers that share the table share the bias too: it is built once per pass
-        return span.memo.get((id(self), span.q_start, span.q_len, span.k_len), build).to(q.dtype)
+        return span.once(id(self), build).to(q.dtype)
