@@ -66,8 +66,8 @@ class SchemeChain(AttentionScheme):
         self.has_value_term = any(s.has_value_term for s in self.schemes.values())
 
     def max_positions(self) -> Optional[int]:
-        limits = [s.max_positions() for s in self.schemes.values() if s.max_positions() is not None]
-        return min(limits) if limits else None
+        limits = [scheme.max_positions() for scheme in self.schemes.values()]
+        return min((limit for limit in limits if limit is not None), default=None)
 
     def rotate(self, x, start, memo):
         for scheme in self.schemes.values():
