@@ -10,11 +10,13 @@ from typing import Optional, Sequence
 
 from .io import InputError
 
-# subword-nmt's continuation marker ("@@ " inside a line, "@@" at its end), and
-# SentencePiece's word-start marker U+2581, which ordinary text never contains.
+# subword-nmt's continuation marker ("@@ " inside a line, "@@" at its end) ends a subword,
+# so it follows a character other than a space or "@" ("@@" after a space is text: a
+# literal "@" token joined to the next by its own marker leaves one); and SentencePiece's
+# word-start marker U+2581, which ordinary text never contains.
 _SUBWORD_MARKERS = {
     "BPE ('@@ ')": (
-        re.compile(r"@@( |$)"),
+        re.compile(r"(?<=[^\s@])@@( |$)"),
         "undo the BPE first (fairseq-generate --remove-bpe, or sed -r 's/(@@ )|(@@ ?$)//g')",
     ),
     "SentencePiece ('\u2581')": (

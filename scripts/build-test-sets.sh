@@ -10,12 +10,15 @@
 #   concat_seq     newstest_all's pairs 1+2, 3+4, ... joined with a space (source with source,
 #                  target with target); an odd last pair stays alone: 14,038 pairs.  Joined
 #                  after segmentation, so a joined line's length is the sum of its parts'.
-#                  (For the synthetic pair of prepare-toy.sh: its test set's pairs joined.)
+#                  (For the synthetic pair of prepare-toy.sh and for Tatoeba: their test
+#                  set's pairs joined.)
+#   concat3_seq    the same, three by three (1+2+3, 4+5+6, ...; Tatoeba's default)
 #   newstestYYYY, newsdevYYYY   one WMT set as it is (e.g. newstest2018, newstest2019)
 #   any other set whose text the preparation wrote to PREPARED/orig/NAME.{SRC,TGT}
 #                  (prepare-toy.sh: valid, test)
 # Default: newstest_all,concat_seq,newstest2018 for de-en; newstest2019 for zh-en;
-# test,concat_seq for the synthetic pair (PREPARED/testsets.env).
+# test,concat_seq for the synthetic pair; test,concat_seq,concat3_seq for Tatoeba
+# (PREPARED/testsets.env).
 #
 # PREPARED is a directory made by prepare-wmt19-de-en.sh, prepare-wmt19-zh-en.sh or
 # prepare-toy.sh; its tokenization, segmentation (BPE codes / SentencePiece models) and
@@ -37,7 +40,7 @@
 #   --threads N        parallel workers
 #   -h, --help         this help
 # Re-running skips sets that are complete (PREPARED/testsets/NAME/.done, all files present,
-# built after the dictionaries and, for concat_seq, after the set it joins).
+# built after the dictionaries and, for the joined sets, after the set they join).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
 
@@ -112,21 +115,24 @@ fetch_testset() {
 }
 
 # A set is complete when its files are all there and its stamp is newer than what it was
-# built from: the dictionaries, and for concat_seq the set it joins.
+# built from: the dictionaries, and for the joined sets the set they join.
 set_is_complete() {
   local d=$1 name=$2 lang kind
   [[ -f "$d/.done" && -f "$d/meta.env" && -d "$d/bin" ]] || return 1
   [[ ! "$WORK/.done/dict" -nt "$d/.done" ]] || return 1
-  [[ "$name" != concat_seq || ! "$WORK/testsets/$CONCAT_OF/.done" -nt "$d/.done" ]] || return 1
+  [[ -z "$(joined_by "$name")" || ! "$WORK/testsets/$CONCAT_OF/.done" -nt "$d/.done" ]] || return 1
   for lang in "$SRC" "$TGT"; do
     for kind in raw tok seg; do [[ -f "$d/$kind.$lang" ]] || return 1; done
   done
 }
 
+# How many pairs of CONCAT_OF a joined set joins into one (empty: not a joined set).
+joined_by() { case "$1" in concat_seq) echo 2 ;; concat3_seq) echo 3 ;; esac; }
+
 build_set() {
   local name=$1 d="$WORK/testsets/$1" y lang parts
-  if [[ "$name" == concat_seq ]]; then
-    [[ -n "$CONCAT_OF" ]] || pl_die "concat_seq is not defined for $PAIR (see --help)"
+  if [[ -n "$(joined_by "$name")" ]]; then
+    [[ -n "$CONCAT_OF" ]] || pl_die "$name is not defined for $PAIR (see --help)"
     build_set "$CONCAT_OF"
   fi
   if set_is_complete "$d" "$name"; then
@@ -144,10 +150,12 @@ build_set() {
         cat "${parts[@]}" > "$d/raw.$lang.tmp.$$" && mv "$d/raw.$lang.tmp.$$" "$d/raw.$lang"
       done
       finish_set "$d" ;;
-    concat_seq)
+    concat_seq|concat3_seq)
       local whole="$WORK/testsets/$CONCAT_OF" kind
       for lang in "$SRC" "$TGT"; do
-        for kind in raw tok seg; do pl_concat_pairs "$whole/$kind.$lang" "$d/$kind.$lang"; done
+        for kind in raw tok seg; do
+          pl_concat_lines "$(joined_by "$name")" "$whole/$kind.$lang" "$d/$kind.$lang"
+        done
       done ;;
     newstest[0-9][0-9][0-9][0-9]|newsdev[0-9][0-9][0-9][0-9])
       fetch_testset "$name"

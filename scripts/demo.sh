@@ -129,66 +129,25 @@ run_system() {
       --testset "$DATA/testsets/$set" --out-dir "$OUT/$arch/$set" --cpu
   done
 }
-export OMP_NUM_THREADS=1
-# Each system in its own process group, so that a failure or an interrupt stops every
-# system's training and translation, not only the shells that started them.
-set -m
-stop_systems() { local group; for group in $(jobs -p); do kill -- "-$group" 2> /dev/null || true; done; }
-trap stop_systems EXIT
-pl_log "training and translating ${#ARCHS[@]} systems, $THREADS at a time"
-running=0
-for arch in "${ARCHS[@]}"; do
-  if (( running == THREADS )); then
-    wait -n || pl_die "a system failed (see $OUT/*/train.log and $OUT/*/*/generate.err)"
-    running=$((running - 1))
-  fi
-  run_system "$arch" 2>&1 | sed -u "s/^/[$arch] /" &
-  running=$((running + 1))
-done
-for ((; running > 0; running--)); do
-  wait -n || pl_die "a system failed (see $OUT/*/train.log and $OUT/*/*/generate.err)"
-done
+pl_run_systems run_system "see $OUT/*/train.log and $OUT/*/*/generate.err" "${ARCHS[@]}"
 phase_took "training and translating"
 
 # 5. the length-bucket reports
-# A report is current if the same command wrote it after every system's translation.
-report_is_current() {  # REPORT_DIR SET
-  local arch
-  [[ "$(cat "$1/demo.command" 2> /dev/null)" == "${REPORT_CMD[*]}" ]] || return 1
-  for arch in "${ARCHS[@]}"; do
-    [[ "$OUT/$arch/$2/translate.done" -nt "$1/demo.command" ]] && return 1
-  done
-  return 0
-}
 REPORTS=()
 for set in "${TEST_SETS[@]}"; do
-  d="$DATA/testsets/$set"
   # buckets at multiples of the limit: up to 2x in halves for the test set, up to 3x for
   # concat_seq, whose joined pairs are twice as long
   case "$set" in
     test) edges="$LIMIT,$((LIMIT * 3 / 2)),$((LIMIT * 2))" ;;
     concat_seq) edges="$LIMIT,$((LIMIT * 2)),$((LIMIT * 3))" ;;
   esac
-  # the longer side of each pair: its token count is the pair's length in the report
-  paste "$d/seg.src" "$d/seg.tgt" |
-    awk -F '\t' '{ print (split($1, s, " ") >= split($2, t, " ") ? $1 : $2) }' > "$d/longer-side"
-  report="$OUT/report/$set" system_args=()
-  for arch in "${ARCHS[@]}"; do system_args+=(--system "$arch=$OUT/$arch/$set/hyp.txt"); done
-  REPORT_CMD=(python -m analysis.report --source "$d/seg.src" --length-file "$d/longer-side"
-    --ref "$d/raw.tgt" "${system_args[@]}" --baseline "${ARCHS[0]}" --tokenize none
-    --metrics bleu,ter --edges "$edges" --train-limit "$LIMIT" --bootstrap 200 --seed "$SEED"
+  systems=()
+  for arch in "${ARCHS[@]}"; do systems+=("$arch=$OUT/$arch/$set/hyp.txt"); done
+  pl_length_report demo.command "$OUT/report/$set" "$DATA/testsets/$set" src tgt "${systems[@]}" -- \
+    --baseline "${ARCHS[0]}" --tokenize none --metrics bleu,ter --edges "$edges" \
+    --train-limit "$LIMIT" --bootstrap 200 --seed "$SEED" \
     --title "Demo, $set: trained on pairs of up to $LIMIT subword tokens (length: longer side)"
-    --out-dir "$report")
-  if report_is_current "$report" "$set"; then
-    cat "$report/report.md"
-  else
-    rm -rf "$report"
-    mkdir -p "$report"
-    echo "(incomplete)" > "$report/demo.command"  # the marker that lets a re-run replace it
-    "${REPORT_CMD[@]}"
-    echo "${REPORT_CMD[*]}" > "$report/demo.command"
-  fi
-  REPORTS+=("$report")
+  REPORTS+=("$OUT/report/$set")
 done
 phase_took "the reports"
 pl_log "done in $((SECONDS - START)) s"

@@ -155,6 +155,8 @@ def test_subword_markers_are_refused_unless_stray():
         check_no_subword_markers("hyp.en", ["\u2581das \u2581ist"] * 3)
     check_no_subword_markers("hyp.en", ["mail me @@ home"] + ["a plain sentence"] * 199)
     check_no_subword_markers("hyp.en", ["E@@mail ist kein Marker", "plain"])
+    # literal "@" tokens, as a model trained on BPE text can write them ("@@@ @@@" undone)
+    check_no_subword_markers("hyp.en", ["here @do @@", "do @@s"])
 
 
 def test_unsegmented_text_is_told_from_segmented_text():

@@ -152,13 +152,16 @@ def bash_lib(snippet, cwd):
                check=False, cwd=cwd)
 
 
-def test_concat_pairs_odd_and_even(tmp_path):
+def test_concat_lines_by_two_and_three(tmp_path):
     (tmp_path / "odd").write_text("1\n2\n3\n4\n5\n")
     (tmp_path / "even").write_text("a b\nc\n")
-    r = bash_lib("pl_concat_pairs odd odd.cat; pl_concat_pairs even even.cat", tmp_path)
+    r = bash_lib("pl_concat_lines 2 odd odd.cat; pl_concat_lines 2 even even.cat; "
+                 "pl_concat_lines 3 odd odd.cat3; pl_concat_lines 3 even even.cat3", tmp_path)
     assert r.returncode == 0, r.stderr
     assert lines(tmp_path / "odd.cat") == ["1 2", "3 4", "5"]
     assert lines(tmp_path / "even.cat") == ["a b c"]
+    assert lines(tmp_path / "odd.cat3") == ["1 2 3", "4 5"]
+    assert lines(tmp_path / "even.cat3") == ["a b c"]
 
 
 def test_failed_step_leaves_nothing_complete_and_rerun_skips(tmp_path):

@@ -81,6 +81,33 @@ if unknown:
 EOF
 }
 
+# pl_run_systems RUN HINT ARCH...: RUN ARCH for every ARCH, THREADS at a time (one core each:
+# OMP_NUM_THREADS=1), its output prefixed with [ARCH]; dies, citing HINT, when one fails.
+# Each runs in its own process group, so that a failure or an interrupt stops every system's
+# training and translation, not only the shells that started them.
+pl_run_systems() {
+  local run=$1 hint=$2 arch running=0
+  shift 2
+  export OMP_NUM_THREADS=1
+  set -m
+  trap pl_stop_systems EXIT
+  pl_log "training and translating $# systems, $THREADS at a time"
+  for arch in "$@"; do
+    if (( running == THREADS )); then
+      wait -n || pl_die "a system failed ($hint)"
+      running=$((running - 1))
+    fi
+    "$run" "$arch" 2>&1 | sed -u "s/^/[$arch] /" &
+    running=$((running + 1))
+  done
+  for ((; running > 0; running--)); do
+    wait -n || pl_die "a system failed ($hint)"
+  done
+  trap - EXIT
+  set +m
+}
+pl_stop_systems() { local group; for group in $(jobs -p); do kill -- "-$group" 2> /dev/null || true; done; }
+
 # pl_check_checkpoint FILE: die unless FILE is a complete torch checkpoint (torch.save writes
 # a zip archive, whose last 22 bytes are the end-of-archive record), so that an empty or cut
 # short file is named here rather than failing inside torch.load.
@@ -236,11 +263,12 @@ pl_detok() {
   mv "$tmp" "$out"
 }
 
-# pl_concat_pairs IN OUT: lines 1+2, 3+4, ... joined by a space; an odd last line stays alone.
-pl_concat_pairs() {
-  awk 'NR % 2 == 1 { prev = $0; next } { print prev " " $0 } END { if (NR % 2 == 1) print prev }' \
-    "$1" > "$2.tmp.$$"
-  mv "$2.tmp.$$" "$2"
+# pl_concat_lines N IN OUT: every N lines (1..N, N+1..2N, ...) joined by a space; a shorter
+# last group stays as it is.
+pl_concat_lines() {
+  awk -v n="$1" '{ joined = (NR % n == 1 || n == 1) ? $0 : joined " " $0 }
+    NR % n == 0 { print joined } END { if (NR % n != 0) print joined }' "$2" > "$3.tmp.$$"
+  mv "$3.tmp.$$" "$3"
 }
 
 # pl_binarize_test PREP DIR: fairseq-preprocess DIR/seg.{src,tgt} into DIR/bin (split "test")
@@ -256,6 +284,34 @@ pl_binarize_test() {
     { cat "$dir/preprocess.log" >&2; pl_die "fairseq-preprocess failed for $dir"; }
   rm -rf "${dir:?}/bin"
   mv "$dir/bin.tmp.$$" "$dir/bin"
+}
+
+# pl_length_report MARKER OUT TESTSET SRC TGT LABEL=HYP... -- REPORT_ARGS...: the length-bucket
+# report (python -m analysis.report) of the systems' hypotheses HYP on the test set TESTSET
+# (a build-test-sets.sh folder) into OUT.  A pair's length is its longer side in subword
+# tokens: the training filter drops a pair by either side, so that is what "beyond the
+# training lengths" means.  OUT/MARKER records the command; a report written by the same
+# command after every HYP is kept (and printed) instead of being redone.
+pl_length_report() {
+  local marker=$1 out=$2 d=$3 src=$4 tgt=$5 systems=() hyps=() cmd hyp current=1
+  shift 5
+  while [[ $# -gt 0 && "$1" != -- ]]; do systems+=(--system "$1"); hyps+=("${1#*=}"); shift; done
+  shift
+  paste "$d/seg.$src" "$d/seg.$tgt" |
+    awk -F '\t' '{ print (split($1, s, " ") >= split($2, t, " ") ? $1 : $2) }' > "$d/longer-side"
+  cmd=(python -m analysis.report --source "$d/seg.$src" --length-file "$d/longer-side"
+    --ref "$d/raw.$tgt" "${systems[@]}" "$@" --out-dir "$out")
+  [[ "$(cat "$out/$marker" 2> /dev/null)" == "${cmd[*]}" ]] || current=0
+  for hyp in "${hyps[@]}"; do [[ "$hyp" -nt "$out/$marker" ]] && current=0; done
+  if [[ "$current" == 1 ]]; then
+    cat "$out/report.md"
+    return 0
+  fi
+  rm -rf "$out"
+  mkdir -p "$out"
+  echo "(incomplete)" > "$out/$marker"  # the marker that lets a re-run replace it
+  "${cmd[@]}"
+  echo "${cmd[*]}" > "$out/$marker"
 }
 
 # ----------------------------------------------------------------------------------------
