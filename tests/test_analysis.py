@@ -283,14 +283,15 @@ def test_statistics_do_not_depend_on_the_number_of_workers():
 # --- TER: analysis.ter against sacrebleu's own search -------------------------------------
 
 # sacrebleu's TER as the oracle costs seconds per system: one reference each (the
-# fewest-edits choice among several is covered by the multi-reference bucket case)
-@pytest.mark.parametrize("pair, refs, system", [
-    ("de-en", ("A",), "Online-W"),
-    ("de-en", ("B",), "happypoet"),
-    ("zh-en", ("A",), "NiuTrans"),
+# fewest-edits choice among several is covered by the multi-reference bucket case), and
+# the first 600 of the Zh->En system's long sentences (all 1,948 took two minutes)
+@pytest.mark.parametrize("pair, refs, system, lines", [
+    ("de-en", ("A",), "Online-W", slice(None)),
+    ("de-en", ("B",), "happypoet", slice(None)),
+    ("zh-en", ("A",), "NiuTrans", slice(600)),
 ])
-def test_ter_edits_equal_sacrebleus_on_every_sentence(pair, refs, system):
-    _, references, hyps = wmt21(pair, refs, (system,))
+def test_ter_edits_equal_sacrebleus_sentence_by_sentence(pair, refs, system, lines):
+    _, references, hyps = wmt21(pair, refs, (system,), lines)
     ours = sentence_statistics([MetricConfig("ter")], references, hyps, workers=2)["ter"][system]
     scorer = TER()
     for i, hyp in enumerate(hyps[system]):

@@ -32,7 +32,7 @@ NEWSTEST_ALL_YEARS = [2008, 2009, 2010, 2011, 2012, 2013, 2014, 2016, 2017, 2018
 
 ALL_SCRIPTS = [
     "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "prepare-toy.sh", "demo.sh",
-    "build-test-sets.sh", "train.sh",
+    "build-test-sets.sh", "train.sh", "prepare-tatoeba.sh", "reproduce/tatoeba.sh",
     "translate.sh", "reproduce/table1.sh", "reproduce/table2.sh", "reproduce/table3.sh",
     "reproduce/table4.sh",
 ]
