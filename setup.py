@@ -59,6 +59,7 @@ setup(
         "matplotlib",
     ],
     extras_require={"test": ["pytest", "pytest-xdist"]},
-    entry_points={"console_scripts": ["relpos-report=analysis.report:main"]},
+    entry_points={"console_scripts": ["relpos-report=analysis.report:main",
+                                      "relpos-leaderboard=analysis.leaderboard:main"]},
     cmdclass={"build_py": BuildPyWithStartupPth, "editable_wheel": EditableWheelWithStartupPth},
 )

@@ -1,4 +1,5 @@
-"""The README's main command, reduced: `bash scripts/demo.sh --quick` runs to its reports."""
+"""The README's main command, reduced: `bash scripts/demo.sh --quick` runs to its reports; then
+the leaderboard's quick mode on the same folder reuses its data and models."""
 import json
 import re
 import subprocess
@@ -7,13 +8,18 @@ import pytest
 
 from conftest import REPO_ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("quick_demo")]  # one worker, in order
 
 SYSTEMS = {"transformer_abs", "transformer_rel", "transformer_rel_k", "transformer_lstm_pos"}
 
 
-def test_quick_demo_runs_to_its_reports(tmp_path):
-    out = tmp_path / "demo"
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    return tmp_path_factory.mktemp("quick") / "demo"
+
+
+def test_quick_demo_runs_to_its_reports(quick_demo):
+    out = quick_demo
     # --quick trains 200 updates; 60 exercise the same steps in half the time
     demo = ["bash", str(REPO_ROOT / "scripts/demo.sh"), "--quick", "--updates", "60", "--out-dir", str(out)]
     result = subprocess.run(demo, capture_output=True, text=True, timeout=900)
@@ -37,3 +43,30 @@ def test_quick_demo_runs_to_its_reports(tmp_path):
     assert again.stdout.count("already trained") == len(SYSTEMS)
     assert again.stdout.count("already translated") == 2 * len(SYSTEMS)
     assert "start " not in again.stderr
+
+
+def test_quick_leaderboard_reuses_the_demo_and_keeps_a_failed_system_on_the_board(quick_demo):
+    """Two of the demo's systems and a third whose training cannot start (a truncated
+    checkpoint in its folder): the demo's models are reused, the failure is on the board."""
+    if not (quick_demo / "report" / "test" / "report.json").exists():
+        pytest.skip("needs the quick demo's folder")
+    broken = quick_demo / "transformer_alibi"
+    broken.mkdir()
+    (broken / "demo.settings").write_text((quick_demo / "transformer_abs" / "demo.settings").read_text())
+    (broken / "checkpoint_last.pt").write_bytes(b"PK\x03\x04 cut short")
+    board = ["bash", str(REPO_ROOT / "scripts/leaderboard.sh"), "--quick", "--updates", "60",
+             "--systems", "transformer_abs,transformer_rel,transformer_alibi", "--seeds", "1",
+             "--out-dir", str(quick_demo)]
+    result = subprocess.run(board, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert result.stdout.count("already trained") == 2
+    for test_set in ("test", "concat_seq"):
+        folder = quick_demo / "leaderboard" / test_set
+        records = json.loads((folder / "board.json").read_text())["records"]
+        ranked = sorted({(r["rank"], r["system"]) for r in records if r["rank"]})
+        assert [system for _, system in ranked] and {s for _, s in ranked} == {"transformer_abs", "transformer_rel"}
+        failed = [r for r in records if r["system"] == "transformer_alibi"]
+        assert len(failed) == 1 and "checkpoint_last.pt is truncated" in failed[0]["failure"]
+        assert all(r["parameters"] for r in records if r["rank"])
+        for name in ("board.md", "board.csv", "board.tex", "bleu.png", "length_ratio.png"):
+            assert (folder / name).stat().st_size > 0

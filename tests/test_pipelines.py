@@ -31,10 +31,10 @@ ZHEN = NEWSTEST / "zh-en"
 NEWSTEST_ALL_YEARS = [2008, 2009, 2010, 2011, 2012, 2013, 2014, 2016, 2017, 2018]
 
 ALL_SCRIPTS = [
-    "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "prepare-toy.sh", "demo.sh",
+    "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "prepare-toy.sh", "demo.sh", "leaderboard.sh",
     "build-test-sets.sh", "train.sh", "prepare-tatoeba.sh", "reproduce/tatoeba.sh",
     "translate.sh", "reproduce/table1.sh", "reproduce/table2.sh", "reproduce/table3.sh",
-    "reproduce/table4.sh",
+    "reproduce/table4.sh", "reproduce/table5.sh",
 ]
 
 
@@ -111,6 +111,8 @@ def test_recipes_dry_run(tmp_path, smoke):
         "table3": ["concat_seq", "transformer_abs-len75", "transformer_rel-len100"],
         "table4": ["transformer_rel_sin", "transformer_rel_k", "transformer_rel_abs",
                    "concat_seq", "--baseline Relative"],
+        "table5": ["transformer_huang4-len100", "transformer_shape-len75", "table5-newstest_all",
+                   "table5-concat_seq", "--baseline transformer_abs@100"],
     }
     for table, needles in want.items():
         out = run(["bash", SCRIPTS / "reproduce" / f"{table}.sh", "--dry-run", "--work-root",
@@ -564,6 +566,15 @@ def test_smoke_table3_to_a_report(tmp_path):
     md = (tmp_path / "runs" / "smoke" / "reports" / "table3" / "report.md").read_text()
     for name in ("Absolute@100", "Relative@100", "Absolute@75", "Relative@75"):
         assert name in md and name in proc.stdout  # the markdown table also goes to stdout
+    # table 5 (every scheme; two of them here) on the same data reuses table 3's models
+    five = run(["bash", SCRIPTS / "reproduce" / "table5.sh", "--archs",
+                "transformer_abs,transformer_alibi", *roots], env=env)
+    assert five.stderr.count("already trained") == 2 + 4  # abs@100/75, then all four again
+    for report in ("table5-newstest_all", "table5-concat_seq"):
+        md = (tmp_path / "runs" / "smoke" / "reports" / report / "report.md").read_text()
+        for name in ("transformer_abs@100 (baseline)", "transformer_alibi@100", "transformer_abs@75",
+                     "transformer_alibi@75"):
+            assert name in md, (report, name)
 
 
 # ----------------------------------------------------------------------------------------

@@ -286,6 +286,13 @@ pl_binarize_test() {
   mv "$dir/bin.tmp.$$" "$dir/bin"
 }
 
+# pl_longer_side TESTSET SRC TGT: TESTSET/longer-side, the longer of each pair's segmented
+# sides, whose token count is the pair's length in the reports.
+pl_longer_side() {
+  paste "$1/seg.$2" "$1/seg.$3" |
+    awk -F '\t' '{ print (split($1, s, " ") >= split($2, t, " ") ? $1 : $2) }' > "$1/longer-side"
+}
+
 # pl_length_report MARKER OUT TESTSET SRC TGT LABEL=HYP... -- REPORT_ARGS...: the length-bucket
 # report (python -m analysis.report) of the systems' hypotheses HYP on the test set TESTSET
 # (a build-test-sets.sh folder) into OUT.  A pair's length is its longer side in subword
@@ -297,8 +304,7 @@ pl_length_report() {
   shift 5
   while [[ $# -gt 0 && "$1" != -- ]]; do systems+=(--system "$1"); hyps+=("${1#*=}"); shift; done
   shift
-  paste "$d/seg.$src" "$d/seg.$tgt" |
-    awk -F '\t' '{ print (split($1, s, " ") >= split($2, t, " ") ? $1 : $2) }' > "$d/longer-side"
+  pl_longer_side "$d" "$src" "$tgt"
   cmd=(python -m analysis.report --source "$d/seg.$src" --length-file "$d/longer-side"
     --ref "$d/raw.$tgt" "${systems[@]}" "$@" --out-dir "$out")
   [[ "$(cat "$out/$marker" 2> /dev/null)" == "${cmd[*]}" ]] || current=0

@@ -1,0 +1,251 @@
+"""The leaderboard: systems, each trained with several seeds, scored per length bucket and
+ranked by BLEU beyond the training lengths.
+
+Every score is a corpus score of one seed's translations (sacrebleu, through
+analysis.evaluate); a cell holds the scores of all seeds, reported as their mean and
+spread.  The paired test against the baseline pools the seeds: seed k of a system is paired
+with seed k of the baseline on the same sentences, and that pooled set is resampled (paired
+bootstrap resampling, as in the length report), so one test uses every seed's translations.
+"""
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .buckets import Bucket
+from .evaluate import LengthReport, check_baseline, evaluate_by_length
+from .io import InputError
+
+METRICS = ("bleu", "ter")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One score over seeds."""
+    values: Tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def sd(self) -> float:
+        """Sample standard deviation (0 for a single seed)."""
+        return statistics.stdev(self.values) if len(self.values) > 1 else 0.0
+
+    @property
+    def lo(self) -> float:
+        return min(self.values)
+
+    @property
+    def hi(self) -> float:
+        return max(self.values)
+
+
+def spread(values: Sequence[Optional[float]]) -> Optional[Spread]:
+    """The seeds' scores as a Spread; None when a seed has none (an empty bucket)."""
+    if not values or any(value is None for value in values):
+        return None
+    return Spread(tuple(values))
+
+
+@dataclass(frozen=True)
+class TrainingInfo:
+    """What a system's fairseq-train logs say about its cost."""
+    parameters: Optional[int] = None
+    seconds_per_update: Optional[float] = None
+
+
+_PARAMETERS = re.compile(r"num\. shared model params: ([\d,]+)")
+# fairseq's progress lines ("| train_inner | ... ups=0.71, ...", every --log-interval
+# updates) and its end-of-epoch summaries ("| train | epoch 001 | ... | ups 0.71 | ...")
+_UPDATES_PER_SECOND = re.compile(r"\| train(?:_inner)? \|.*\bups[= ]([\d.]+)")
+
+
+def training_info(logs: Sequence[Sequence[str]]) -> TrainingInfo:
+    """Parameters (fairseq-train's "num. shared model params") and the median seconds per
+    update over the progress and end-of-epoch lines of every log of one system, one per seed."""
+    parameters = {int(m.group(1).replace(",", "")) for log in logs for line in log
+                  for m in [_PARAMETERS.search(line)] if m}
+    if len(parameters) > 1:
+        raise InputError(f"the training logs of one system disagree on its parameter count: "
+                         f"{sorted(parameters)}")
+    rates = [float(m.group(1)) for log in logs for line in log
+             for m in [_UPDATES_PER_SECOND.search(line)] if m and float(m.group(1)) > 0]
+    return TrainingInfo(
+        parameters=parameters.pop() if parameters else None,
+        seconds_per_update=statistics.median(1 / rate for rate in rates) if rates else None,
+    )
+
+
+@dataclass
+class BoardCell:
+    """One system on one sentence set: a bucket, or every pair beyond the training limit."""
+    n: int
+    scores: Dict[str, Optional[Spread]]  # metric -> its seeds' scores
+    length_ratio: Optional[Spread]
+    p_values: Dict[str, Optional[float]]  # metric -> pooled paired test; None for the baseline
+
+
+@dataclass
+class BoardRow:
+    system: str
+    seeds: int  # seeds with translations
+    cells: List[BoardCell]  # one per bucket
+    beyond: Optional[BoardCell]  # every pair longer than the training limit; None if failed
+    training: TrainingInfo
+    step_time_ratio: Optional[float]  # seconds per update over the baseline's
+    failure: Optional[str] = None  # why seeds (or all of them) have no translations
+    rank: Optional[int] = None  # None: nothing to rank (every seed failed)
+
+
+@dataclass
+class Board:
+    baseline: str
+    train_limit: int
+    buckets: List[Bucket]
+    sizes: List[int]
+    beyond: Bucket
+    beyond_size: int
+    rows: List[BoardRow]  # ranked, then the failed ones
+    n_bootstrap: int
+    seed: int
+    signatures: Dict[str, str]
+
+    def row(self, system: str) -> BoardRow:
+        return next(row for row in self.rows if row.system == system)
+
+
+def build_board(
+    lengths: Sequence[int],
+    references: Sequence[str],
+    systems: Dict[str, List[List[str]]],
+    buckets: Sequence[Bucket],
+    train_limit: int,
+    baseline: Optional[str] = None,
+    failures: Optional[Dict[str, str]] = None,
+    training: Optional[Dict[str, TrainingInfo]] = None,
+    tokenize: Optional[str] = None,
+    n_bootstrap: int = 1000,
+    seed: int = 12345,
+) -> Board:
+    """The leaderboard of ``systems`` (name -> one list of translations per seed).
+
+    ``failures`` names systems whose seeds failed (training or translation) and why: a
+    system with no translations at all is listed, unranked, with its failure.  ``training``
+    gives each system's parameter count and step time.  Systems are ranked by their mean
+    BLEU over seeds on every pair longer than ``train_limit``.
+    """
+    failures, training = dict(failures or {}), dict(training or {})
+    names = list(systems) + [name for name in failures if name not in systems]
+    check_baseline(baseline, list(systems))
+    baseline = baseline or next(iter(systems), None)
+    if baseline is None:
+        raise InputError("no system has translations to score")
+    for name, seeds in systems.items():
+        if not seeds:
+            raise InputError(f"{name}: no translations (list it as a failure instead)")
+    beyond = Bucket(train_limit + 1, None)
+    halves = [Bucket(0, train_limit), beyond]
+    per_seed = _per_seed_reports(lengths, references, systems, buckets, halves, tokenize)
+    pooled = _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
+                           n_bootstrap, seed)
+    base_time = training.get(baseline, TrainingInfo()).seconds_per_update
+    rows = []
+    for name in names:
+        info = training.get(name, TrainingInfo())
+        ratio = (info.seconds_per_update / base_time
+                 if info.seconds_per_update and base_time else None)
+        if name not in systems:
+            rows.append(BoardRow(name, 0, [], None, info, ratio, failures[name]))
+            continue
+        reports = per_seed[name]
+        rows.append(BoardRow(
+            system=name,
+            seeds=len(systems[name]),
+            cells=[_cell([r[0] for r in reports], [p[0] for p in pooled[name]], bucket, name, baseline)
+                   for bucket in buckets],
+            beyond=_cell([r[1] for r in reports], [p[1] for p in pooled[name]], beyond, name, baseline),
+            training=info,
+            step_time_ratio=ratio,
+            failure=failures.get(name),
+        ))
+    _rank(rows)
+    first = per_seed[baseline][0]
+    # the pooled test's signatures name its resampling too
+    signatures = (pooled[baseline] or [first])[0][0].signatures
+    return Board(
+        baseline=baseline, train_limit=train_limit, buckets=list(buckets), sizes=first[0].sizes,
+        beyond=beyond, beyond_size=first[1].sizes[1], rows=rows, n_bootstrap=n_bootstrap,
+        seed=seed, signatures=signatures,
+    )
+
+
+def _per_seed_reports(lengths, references, systems, buckets, halves, tokenize):
+    """name -> [(report on the buckets, report on within/beyond the limit)] per seed, without
+    resampling; all systems' seed k are scored together."""
+    reports: Dict[str, list] = {name: [] for name in systems}
+    for k in range(max(len(seeds) for seeds in systems.values())):
+        hyps = {name: seeds[k] for name, seeds in systems.items() if k < len(seeds)}
+        by_bucket, by_half = (
+            evaluate_by_length(lengths, [references], hyps, groups, metrics=METRICS,
+                               tokenize=tokenize, n_bootstrap=0, workers=1)
+            for groups in (buckets, halves)
+        )
+        for name in hyps:
+            reports[name].append((by_bucket, by_half))
+    return reports
+
+
+def _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
+                  n_bootstrap, seed):
+    """name -> [(report on the buckets, report on the halves)] of the seeds pooled with the
+    baseline's (a list of one, or empty without resampling).  Systems with the same number
+    of seeds share one evaluation; a system with more seeds than the baseline pools only as
+    many as the baseline has."""
+    pooled: Dict[str, list] = {name: [] for name in systems}
+    if n_bootstrap == 0:
+        return pooled
+    by_count: Dict[int, List[str]] = {}
+    for name, seeds in systems.items():
+        by_count.setdefault(min(len(seeds), len(systems[baseline])), []).append(name)
+    for count, names in sorted(by_count.items()):
+        hyps = {name: [h for seed_hyps in systems[name][:count] for h in seed_hyps]
+                for name in [baseline] + [n for n in names if n != baseline]}
+        reports = tuple(
+            evaluate_by_length(list(lengths) * count, [list(references) * count], hyps, groups,
+                               metrics=METRICS, baseline=baseline, tokenize=tokenize,
+                               n_bootstrap=n_bootstrap, seed=seed, workers=1)
+            for groups in (buckets, halves)
+        )
+        for name in names:
+            pooled[name].append(reports)
+    return pooled
+
+
+def _cell(seed_reports: List[LengthReport], pooled: List[LengthReport], bucket: Bucket,
+          name: str, baseline: str) -> BoardCell:
+    cells = [report.cell(name, bucket) for report in seed_reports]
+    pooled_cell = pooled[0].cell(name, bucket) if pooled else None
+    return BoardCell(
+        n=cells[0].n,
+        scores={metric: spread([cell.results[metric].score for cell in cells]) for metric in METRICS},
+        length_ratio=spread([cell.length_ratio for cell in cells]),
+        p_values={metric: (pooled_cell.results[metric].p_value
+                           if pooled_cell is not None and name != baseline else None)
+                  for metric in METRICS},
+    )
+
+
+def _rank(rows: List[BoardRow]) -> None:
+    """Rank by mean BLEU beyond the limit, best first; equal means share a rank.  Rows with
+    no score (every seed failed, or no sentence beyond the limit) go last, unranked."""
+    def key(row):
+        score = row.beyond.scores["bleu"] if row.beyond else None
+        return score.mean if score else None
+
+    scored = sorted((row for row in rows if key(row) is not None), key=key, reverse=True)
+    for position, row in enumerate(scored):
+        row.rank = scored[position - 1].rank if position and key(row) == key(scored[position - 1]) else position + 1
+    unranked = [row for row in rows if key(row) is None]
+    rows[:] = scored + unranked

@@ -1,0 +1,149 @@
+"""The length-generalization leaderboard: systems trained with several seeds, ranked by BLEU
+beyond the training lengths, with BLEU, TER and the length ratio per bucket as mean ± spread.
+
+    python -m analysis.leaderboard --source test.src --length-file test.len --ref test.ref \\
+        --system abs=abs.s1.hyp,abs.s2.hyp --system rel=rel.s1.hyp,rel.s2.hyp \\
+        --train-log abs=abs.s1/train.log,abs.s2/train.log --failed huang3="seed 2: diverged" \\
+        --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
+
+Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png and
+length_ratio.png.  Bad input is a one-line ``error: ...`` on stderr and exit status 2,
+before any scoring; files are written only when everything is computed.
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from . import board_render
+from .board import build_board, training_info
+from .buckets import bucket_members, buckets_from_edges, parse_edges
+from .evaluate import check_resampling
+from .io import InputError, check_parallel, read_lines, read_segments
+from .lengths import whitespace_lengths
+from .metrics import TOKENIZERS
+from .report import _Parser, check_writable, write_atomically
+from .textcheck import check_no_subword_markers, check_segmented
+
+OUT_DIR_NAMES = {
+    "markdown": "board.md", "json": "board.json", "csv": "board.csv", "latex": "board.tex",
+    "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="relpos-leaderboard", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", required=True, help="source sentences")
+    parser.add_argument("--ref", required=True, help="reference translations")
+    parser.add_argument("--length-file", metavar="F",
+                        help="lengths from the whitespace tokens of F (default: the source's)")
+    parser.add_argument("--system", action="append", default=[], metavar="NAME=HYP[,HYP...]",
+                        help="a system's translations, one file per seed; repeat per system")
+    parser.add_argument("--failed", action="append", default=[], metavar="NAME=WHY",
+                        help="a system (or some of its seeds) that failed, and why: listed, not "
+                        "dropped")
+    parser.add_argument("--train-log", action="append", default=[], metavar="NAME=LOG[,LOG...]",
+                        help="fairseq-train logs of a system (parameters, seconds per update)")
+    parser.add_argument("--baseline", metavar="NAME",
+                        help="the system the others are tested against (default: the first)")
+    parser.add_argument("--train-limit", type=int, required=True, metavar="N",
+                        help="the training length limit: the ranking is BLEU beyond it")
+    parser.add_argument("--edges", default=None, metavar="E1,E2,...",
+                        help="inclusive upper ends of the buckets (default: the limit, 1.5x, 2x)")
+    parser.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
+                        help="BLEU tokenizer (default 13a; none for tokenized text)")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="resamples of the pooled paired test (default 1000; 0: no test)")
+    parser.add_argument("--seed", type=int, default=12345, help="seed of the resampling")
+    parser.add_argument("--title", metavar="T", help="title of the table and plots")
+    parser.add_argument("--out-dir", metavar="DIR", help="where the board's files go")
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        markdown, outputs = run(args)
+        sys.stdout.write(markdown)
+        sys.stdout.flush()
+        write_atomically(outputs)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
+    targets = {kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()} if args.out_dir else {}
+    check_writable(targets.values())
+    check_resampling(args.bootstrap, 10000, args.seed)
+    if args.train_limit < 1:
+        raise InputError(f"--train-limit must be positive, got {args.train_limit}")
+    limit = args.train_limit
+    edges = parse_edges(args.edges) if args.edges else sorted({limit, limit * 3 // 2, limit * 2})
+    buckets = buckets_from_edges(edges)
+    system_files = _named_lists(args.system, "--system", "NAME=HYP[,HYP...]")
+    failures = dict(_named(args.failed, "--failed", "NAME=WHY"))
+    logs = dict(_named_lists(args.train_log, "--train-log", "NAME=LOG[,LOG...]"))
+    if not system_files:
+        raise InputError("no --system to score")
+    unknown = sorted(set(logs) - {name for name, _ in system_files} - set(failures))
+    if unknown:
+        raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
+
+    source = read_segments(args.source, "source")
+    references = read_segments(args.ref, "reference")
+    length_lines = read_lines(args.length_file) if args.length_file else source
+    systems = {name: [read_segments(path, "system") for path in paths] for name, paths in system_files}
+    parallel = [(args.source, source), (args.ref, references), (args.length_file or args.source, length_lines)]
+    parallel += [(path, hyps) for (name, paths) in system_files for path, hyps in zip(paths, systems[name])]
+    check_parallel(parallel)
+    for path, segments in parallel[1:2] + parallel[3:]:
+        check_no_subword_markers(path, segments)
+    check_segmented(args.length_file or args.source, length_lines,
+                    "its whitespace tokens are no length: give the segmented text with --length-file")
+    training = {name: training_info([read_lines(path) for path in paths]) for name, paths in logs.items()}
+
+    lengths = whitespace_lengths(length_lines)
+    board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
+                        failures=failures, training=training, tokenize=args.tokenize,
+                        n_bootstrap=args.bootstrap, seed=args.seed)
+    markdown = board_render.markdown_table(board, args.title)
+    mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
+                    for members in bucket_members(lengths, buckets)]
+    renderers = {
+        "markdown": lambda: markdown.encode("utf-8"),
+        "json": lambda: board_render.json_text(board).encode("utf-8"),
+        "csv": lambda: board_render.csv_text(board).encode("utf-8"),
+        "latex": lambda: board_render.latex_table(board, args.title).encode("utf-8"),
+        "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, args.title),
+        "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, args.title),
+    }
+    return markdown, {path: renderers[kind]() for kind, path in targets.items()}
+
+
+def _named(specs: List[str], option: str, form: str) -> List[Tuple[str, str]]:
+    pairs = []
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise InputError(f"{option} expects {form}, got {spec!r}")
+        pairs.append((name, value))
+    names = [name for name, _ in pairs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(f"{option} names {', '.join(twice)} more than once")
+    return pairs
+
+
+def _named_lists(specs: List[str], option: str, form: str) -> List[Tuple[str, List[str]]]:
+    pairs = [(name, value.split(",")) for name, value in _named(specs, option, form)]
+    for name, values in pairs:
+        if not all(values):
+            raise InputError(f"{option} {name}: an empty file name in {','.join(values)!r}")
+    return pairs
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

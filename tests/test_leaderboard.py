@@ -1,0 +1,138 @@
+"""The leaderboard (analysis.board, analysis.board_render, python -m analysis.leaderboard) on
+translations of known quality: the ranking, the seeds' mean and spread against sacrebleu's
+own corpus scores, the pooled paired test, failures kept on the board, the training logs,
+and the refusals of bad input."""
+import json
+import random
+import statistics
+
+import pytest
+from sacrebleu.metrics import BLEU
+
+from analysis import leaderboard
+from analysis.board import build_board, training_info
+from analysis.buckets import buckets_from_edges
+from analysis.io import InputError
+
+LIMIT = 20
+
+
+def corpus(n=160, seed=0):
+    """References of 4-40 words, so that about half are beyond LIMIT."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(300)]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(4, 40))) for _ in range(n)]
+
+
+def degraded(references, short_error, long_error, seed):
+    """Each word replaced with probability short_error (sentences within LIMIT) or
+    long_error (beyond it)."""
+    rng = random.Random(seed)
+    out = []
+    for ref in references:
+        error = short_error if len(ref.split()) <= LIMIT else long_error
+        out.append(" ".join("x" if rng.random() < error else word for word in ref.split()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def known():
+    refs = corpus()
+    systems = {  # (error within the limit, error beyond it): the ranking is rel, mid, abs
+        "abs": [degraded(refs, 0.05, 0.6, seed) for seed in (1, 2)],
+        "rel": [degraded(refs, 0.05, 0.1, seed) for seed in (3, 4)],
+        "mid": [degraded(refs, 0.0, 0.35, seed) for seed in (5, 6)],
+    }
+    return refs, systems
+
+
+def test_ranking_and_spreads_match_sacrebleu(known):
+    refs, systems = known
+    lengths = [len(ref.split()) for ref in refs]
+    buckets = buckets_from_edges([LIMIT, 30])
+    board = build_board(lengths, refs, systems, buckets, LIMIT, baseline="abs",
+                        failures={"huang3": "seed 1 failed in training: diverged"},
+                        tokenize="none", n_bootstrap=100, seed=1)
+    assert [(row.rank, row.system) for row in board.rows] == [(1, "rel"), (2, "mid"), (3, "abs"), (None, "huang3")]
+    beyond = [i for i, n in enumerate(lengths) if n > LIMIT]
+    for name, seeds in systems.items():
+        row = board.row(name)
+        expected = [BLEU(tokenize="none").corpus_score([seeds[k][i] for i in beyond], [[refs[i] for i in beyond]]).score
+                    for k in range(2)]
+        assert row.beyond.scores["bleu"].values == pytest.approx(expected)
+        assert row.beyond.scores["bleu"].sd == pytest.approx(statistics.stdev(expected))
+        assert row.beyond.n == len(beyond) == board.beyond_size
+        assert (row.beyond.p_values["bleu"] is None) == (name == "abs")
+    assert board.row("rel").beyond.p_values["bleu"] < 0.05
+    assert board.row("rel").cells[0].length_ratio.mean == pytest.approx(1.0)
+    assert board.row("huang3").cells == [] and board.row("huang3").failure.startswith("seed 1")
+
+
+def test_equal_means_share_a_rank_and_a_lone_seed_has_no_spread(known):
+    refs, systems = known
+    lengths = [len(ref.split()) for ref in refs]
+    twins = {"abs": systems["abs"], "twin": [systems["abs"][0]], "copy": [systems["abs"][0]]}
+    board = build_board(lengths, refs, twins, buckets_from_edges([LIMIT]), LIMIT, tokenize="none", n_bootstrap=0)
+    ranks = {row.system: row.rank for row in board.rows}
+    assert ranks["twin"] == ranks["copy"]
+    assert board.row("twin").beyond.scores["bleu"].sd == 0.0
+    assert board.row("twin").beyond.p_values["bleu"] is None  # no test without resampling
+
+
+def test_training_logs_give_parameters_and_step_time():
+    log = ["2026 | INFO | fairseq_cli.train | num. shared model params: 1,234,567 (num. trained: 1,234,567)",
+           "2026 | INFO | train_inner | epoch 001:     20 / 791 loss=9.9, ups=0.5, wpb=1805",
+           "2026 | INFO | train_inner | epoch 001:     40 / 791 loss=9.1, ups=0.25, wpb=1805",
+           "2026 | INFO | train | epoch 001 | loss 9.5 | ups 1.0 | num_updates 60"]
+    info = training_info([log])
+    assert info.parameters == 1234567 and info.seconds_per_update == 2.0  # median of 2, 4 and 1
+    assert training_info([[]]).parameters is None
+    with pytest.raises(InputError, match="disagree on its parameter count"):
+        training_info([log, [log[0].replace("1,234,567", "7")]])
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+def test_cli_writes_every_output_and_keeps_the_failed_system(known, tmp_path, capsys):
+    refs, systems = known
+    args = ["--source", write(tmp_path / "src", refs), "--ref", write(tmp_path / "ref", refs),
+            "--train-limit", str(LIMIT), "--edges", f"{LIMIT},30", "--tokenize", "none",
+            "--bootstrap", "50", "--seed", "3", "--out-dir", str(tmp_path / "board"),
+            "--failed", "huang3=seed 1 failed in translating test: refused"]
+    for name, seeds in systems.items():
+        files = [write(tmp_path / f"{name}.{k}", hyps) for k, hyps in enumerate(seeds)]
+        args += ["--system", f"{name}={','.join(files)}"]
+    args += ["--train-log", f"abs={write(tmp_path / 'abs.log', ['| train | epoch 001 | ups 2.0 |'])}",
+             "--train-log", f"rel={write(tmp_path / 'rel.log', ['| train | epoch 001 | ups 1.0 |'])}"]
+    assert leaderboard.main(args) == 0
+    table = capsys.readouterr().out
+    assert table.index("| 1 | rel |") < table.index("| 2 | mid |") < table.index("| 3 | abs (baseline) |")
+    assert "huang3 — failed: seed 1 failed in translating test: refused" in table
+    assert "| 2.00× |" in table  # rel's step time over abs's
+    names = {path.name for path in (tmp_path / "board").iterdir()}
+    assert names == {"board.md", "board.json", "board.csv", "board.tex", "bleu.png", "length_ratio.png"}
+    records = json.loads((tmp_path / "board" / "board.json").read_text())["records"]
+    rel_beyond = next(r for r in records if r["system"] == "rel" and r["set"] == "beyond")
+    assert rel_beyond["rank"] == 1 and len(rel_beyond["bleu_seeds"]) == 2 and rel_beyond["bleu_p"] < 0.05
+    assert any(r["system"] == "huang3" and r["failure"] for r in records)
+    assert "\\pm" in (tmp_path / "board" / "board.tex").read_text()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--system", "abs"], "--system expects NAME=HYP"),
+    (["--system", "abs=h", "--system", "abs=h"], "--system names abs more than once"),
+    (["--system", "abs=h,"], "an empty file name"),
+    (["--system", "abs=h", "--train-log", "rel=l"], "--train-log names rel, which is no --system"),
+    (["--system", "abs=h", "--baseline", "rel"], "rel"),
+    (["--system", "abs=h", "--train-limit", "0"], "--train-limit must be positive"),
+])
+def test_cli_refusals(tmp_path, capsys, extra, message):
+    source = write(tmp_path / "src", ["a b", "c d"])
+    write(tmp_path / "h", ["a b", "c d"])
+    base = ["--source", source, "--ref", source, "--train-limit", "10"]
+    assert leaderboard.main(base + [e.replace("h", str(tmp_path / "h")) if e.startswith("abs=") else e
+                                    for e in extra]) == 2
+    assert message in capsys.readouterr().err
