@@ -22,7 +22,7 @@ from .evaluate import check_resampling
 from .io import InputError, check_parallel, read_lines, read_segments
 from .lengths import whitespace_lengths
 from .metrics import TOKENIZERS
-from .report import _Parser, check_writable, write_atomically
+from .report import _Parser, check_writable, run_command
 from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
@@ -61,16 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        markdown, outputs = run(args)
-        sys.stdout.write(markdown)
-        sys.stdout.flush()
-        write_atomically(outputs)
-    except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command(build_parser, run, argv)
 
 
 def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:

@@ -136,9 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    return run_command(build_parser, run, argv)
+
+
+def run_command(parser_factory, compute, argv=None) -> int:
+    """A command of the package: parse ``argv``, ``compute`` (markdown, files), print the
+    markdown, write the files.  Bad input is one ``error:`` line and exit status 2."""
     try:
-        args = build_parser().parse_args(argv)
-        markdown, outputs = run(args)
+        args = parser_factory().parse_args(argv)
+        markdown, outputs = compute(args)
         # The table first, so that a failure to write the files does not lose the scores.
         sys.stdout.write(markdown)
         sys.stdout.flush()
