@@ -1,6 +1,7 @@
 """End to end through the stock fairseq commands (every architecture):
 preprocess a tiny corpus, train one short epoch, reload, generate with beam 4 on sources
-three times longer than any training sentence, resume training."""
+three times longer than any training sentence; resume training (one architecture per kind
+of position parameters: resuming is fairseq's checkpoint code, the same for all)."""
 import os
 import re
 import shutil
@@ -36,6 +37,12 @@ def hypotheses(generate_output):
     return [line for line in generate_output.splitlines() if line.startswith("H-")]
 
 
+# input embeddings and tables (abs_learned), per-head tables shared by layers (t5), an
+# LSTM, per-layer projections and biases (xl), chunked pairwise terms (huang3)
+RESUMED = {"transformer_abs_learned", "transformer_rel", "transformer_t5", "transformer_lstm_pos",
+           "transformer_xl", "transformer_huang3"}
+
+
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
 def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
     # run from a directory without the plugin: --user-dir resolves the installed package
@@ -48,6 +55,8 @@ def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
     assert len(hypotheses(long.stdout)) == 6
     assert f"Generate {LONG_TEST_SUBSET} with beam=4" in long.stdout
 
+    if arch not in RESUMED:
+        return
     resumed = train(reversal_data_bin, tmp_path / "ckpt", arch, epochs=2, cwd=tmp_path)
     log = resumed.stderr + resumed.stdout
     # fairseq names the epoch it resumes into
