@@ -13,16 +13,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("quick_demo")]  # one wo
 SYSTEMS = {"transformer_abs", "transformer_rel", "transformer_rel_k", "transformer_lstm_pos"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def quick_demo(tmp_path_factory):
-    return tmp_path_factory.mktemp("quick") / "demo"
+    """The quick demo's folder and run; session-scoped, so that the leaderboard test finds it
+    even when other tests run between the two on this worker."""
+    out = tmp_path_factory.mktemp("quick") / "demo"
+    # --quick trains 200 updates; 60 exercise the same steps in half the time
+    demo = ["bash", str(REPO_ROOT / "scripts/demo.sh"), "--quick", "--updates", "60", "--out-dir", str(out)]
+    return out, demo, subprocess.run(demo, capture_output=True, text=True, timeout=900)
 
 
 def test_quick_demo_runs_to_its_reports(quick_demo):
-    out = quick_demo
-    # --quick trains 200 updates; 60 exercise the same steps in half the time
-    demo = ["bash", str(REPO_ROOT / "scripts/demo.sh"), "--quick", "--updates", "60", "--out-dir", str(out)]
-    result = subprocess.run(demo, capture_output=True, text=True, timeout=900)
+    out, demo, result = quick_demo
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     assert "| transformer_lstm_pos |" in result.stdout
     assert "[transformer_rel_k]" in result.stdout and "num_updates" in result.stdout  # fairseq's progress
@@ -48,8 +50,8 @@ def test_quick_demo_runs_to_its_reports(quick_demo):
 def test_quick_leaderboard_reuses_the_demo_and_keeps_a_failed_system_on_the_board(quick_demo):
     """Two of the demo's systems and a third whose training cannot start (a truncated
     checkpoint in its folder): the demo's models are reused, the failure is on the board."""
-    if not (quick_demo / "report" / "test" / "report.json").exists():
-        pytest.skip("needs the quick demo's folder")
+    quick_demo, _, demo_result = quick_demo
+    assert demo_result.returncode == 0, "the quick demo failed (see the test above)"
     broken = quick_demo / "transformer_alibi"
     broken.mkdir()
     (broken / "demo.settings").write_text((quick_demo / "transformer_abs" / "demo.settings").read_text())
