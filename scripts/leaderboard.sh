@@ -52,9 +52,7 @@ done
 [[ "$SEEDS" =~ ^[1-9][0-9]*$ ]] || pl_die "--seeds: expected a positive integer, got '$SEEDS'"
 if [[ "$SYSTEMS" == all ]]; then
   pl_enter_env
-  mapfile -t ARCHS < <(python -c "import logging; logging.disable(logging.INFO)
-from fairseq_relpos.models.relpos_transformer import ARCHITECTURES
-print('\n'.join(ARCHITECTURES))")
+  mapfile -t ARCHS < <(pl_all_archs)
 fi
 TRAIN_SEEDS=()
 for ((k = 0; k < SEEDS; k++)); do TRAIN_SEEDS+=($((SEED + k))); done

@@ -87,10 +87,8 @@ if [[ "$DOWNLOAD" == 1 ]]; then
   FROM="$OUT/raw/deu-eng.zip"
   [[ -f "$FROM" ]] || pl_py tatoeba.py download --out "$FROM"
 fi
-pl_py tatoeba.py check --from "$FROM" >&2
+PAIRS_SHA=$(pl_py tatoeba.py check --from "$FROM")
 FROM="$(cd "$(dirname "$FROM")" && pwd)/$(basename "$FROM")"
-PAIRS_SHA=$(python -c "import sys; sys.path.insert(0, '$PL_LIB'); import tatoeba
-print(tatoeba.sha256(tatoeba.read_bytes(sys.argv[1])[0]))" "$FROM")
 SPLIT_ARGS=(--seed "$SEED" --max-len "$MAX_LEN" --dev-pairs "$DEV_PAIRS" --test-short-pairs "$TEST_SHORT")
 EXTRA_CONFIG="TATOEBA=pairs sha256 $PAIRS_SHA; split ${SPLIT_ARGS[*]}"
 

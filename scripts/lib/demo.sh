@@ -38,11 +38,7 @@ demo_cli() {
   [[ "$LIMIT" =~ ^[1-9][0-9]*$ && "$LIMIT" -ge 16 ]] || pl_die "--train-limit: expected an integer of at least 16, got '$LIMIT'"
   [[ "$UPDATES" =~ ^[1-9][0-9]*$ ]] || pl_die "--updates: expected a positive integer, got '$UPDATES'"
   [[ "$SEED" =~ ^[0-9]+$ ]] || pl_die "--seed: expected a non-negative integer, got '$SEED'"
-  IFS=, read -r -a ARCHS <<< "$SYSTEMS"
-  [[ ${#ARCHS[@]} -gt 0 ]] || pl_die "--systems is empty"
-  local duplicates
-  duplicates=$(printf '%s\n' "${ARCHS[@]}" | sort | uniq -d | paste -sd, -)
-  [[ -z "$duplicates" ]] || pl_die "--systems names $duplicates more than once (each system trains into its own folder)"
+  pl_systems_list "$SYSTEMS"
   local train_pairs=20000 test_pairs=300
   if [[ "$QUICK" == 1 ]]; then
     train_pairs=4000 test_pairs=60 UPDATES=$(( UPDATES < 200 ? UPDATES : 200 ))

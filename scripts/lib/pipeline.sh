@@ -108,6 +108,23 @@ pl_run_systems() {
 }
 pl_stop_systems() { local group; for group in $(jobs -p); do kill -- "-$group" 2> /dev/null || true; done; }
 
+# pl_systems_list LIST: ARCHS from the comma-separated --systems LIST; dies if it is empty or
+# names a system twice (each system trains into its own folder).
+pl_systems_list() {
+  local duplicates
+  IFS=, read -r -a ARCHS <<< "$1"
+  [[ ${#ARCHS[@]} -gt 0 ]] || pl_die "--systems is empty"
+  duplicates=$(printf '%s\n' "${ARCHS[@]}" | sort | uniq -d | paste -sd, -)
+  [[ -z "$duplicates" ]] || pl_die "--systems names $duplicates more than once (each system trains into its own folder)"
+}
+
+# pl_all_archs: every architecture of fairseq-relpos, one per line, transformer_abs first.
+pl_all_archs() {
+  python -c "import logging; logging.disable(logging.INFO)
+from fairseq_relpos.models.relpos_transformer import ARCHITECTURES
+print('\n'.join(ARCHITECTURES))"
+}
+
 # pl_check_checkpoint FILE: die unless FILE is a complete torch checkpoint (torch.save writes
 # a zip archive, whose last 22 bytes are the end-of-archive record), so that an empty or cut
 # short file is named here rather than failing inside torch.load.

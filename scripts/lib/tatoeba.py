@@ -223,7 +223,9 @@ def download_command(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    check = commands.add_parser("check", help="check every line; print the number of pairs")
+    check = commands.add_parser(
+        "check", help="check every line; print the number of pairs (stderr) and the sha256 of the "
+        "pairs file (stdout), which defines the data")
     check.add_argument("--from", dest="source", required=True)
     split = commands.add_parser("split", help="the train/dev/test split, raw text")
     split.add_argument("--from", dest="source", required=True)
@@ -239,7 +241,8 @@ def main(argv=None):
     try:
         if args.command == "check":
             data, name = read_bytes(args.source)
-            print(f"{name}: {len(parse_pairs(data, name)):,} pairs")
+            print(f"{name}: {len(parse_pairs(data, name)):,} pairs", file=sys.stderr)
+            print(sha256(data))
         elif args.command == "split":
             split_command(args)
         else:

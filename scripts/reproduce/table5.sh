@@ -27,9 +27,7 @@ while [[ $# -gt 0 ]]; do
 done
 pl_recipe_cli "${RECIPE_ARGS[@]}"
 if [[ -z "$ARCHS_CSV" ]]; then
-  ARCHS_CSV=$(python -c "import logging; logging.disable(logging.INFO)
-from fairseq_relpos.models.relpos_transformer import ARCHITECTURES
-print(','.join(ARCHITECTURES))")
+  ARCHS_CSV=$(pl_all_archs | paste -sd, -)
 fi
 IFS=, read -r -a ARCHS <<< "$ARCHS_CSV"
 [[ ${#ARCHS[@]} -gt 0 ]] || pl_die "--archs is empty"

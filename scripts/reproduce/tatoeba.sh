@@ -63,10 +63,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$UPDATES" =~ ^[1-9][0-9]*$ ]] || pl_die "--updates: expected a positive integer, got '$UPDATES'"
 [[ "$SEED" =~ ^[0-9]+$ ]] || pl_die "--seed: expected a non-negative integer, got '$SEED'"
-IFS=, read -r -a ARCHS <<< "$SYSTEMS"
-[[ ${#ARCHS[@]} -gt 0 ]] || pl_die "--systems is empty"
-duplicates=$(printf '%s\n' "${ARCHS[@]}" | sort | uniq -d | paste -sd, -)
-[[ -z "$duplicates" ]] || pl_die "--systems names $duplicates more than once (each system trains into its own folder)"
+pl_systems_list "$SYSTEMS"
 
 MODEL=(--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 --decoder-embed-dim 256
   --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4
