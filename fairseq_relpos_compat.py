@@ -15,8 +15,10 @@ import argparse
 import dataclasses
 import functools
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
+import pkgutil
 import sys
 import types
 
@@ -177,6 +179,39 @@ def _fix_user_dir_by_name(module):
     module.import_user_module = import_user_module_or_package
 
 
+# --- 8. hydra_plugin_scan ---------------------------------------------------------------
+# Python 3.12 removed the import finders' find_module(); hydra 1.0.7 scans its plugins with
+# importer.find_module(name).load_module(name), so every fairseq command failed at start-up
+# ("'FileFinder' object has no attribute 'find_module'").  Its scan gets finders that
+# answer find_module again, with a loader that imports the module the modern way.
+class _ImportingLoader:
+    @staticmethod
+    def load_module(fullname):
+        return importlib.import_module(fullname)
+
+
+class _FinderWithFindModule:
+    def __init__(self, finder):
+        self._finder = finder
+
+    def find_module(self, fullname):
+        return None if self._finder.find_spec(fullname) is None else _ImportingLoader()
+
+
+def _fix_hydra_plugin_scan(module):
+    if hasattr(importlib.machinery.FileFinder, "find_module"):
+        return
+
+    def walk_packages(*args, **kwargs):
+        for info in pkgutil.walk_packages(*args, **kwargs):
+            yield info._replace(module_finder=_FinderWithFindModule(info.module_finder))
+
+    shim = types.ModuleType("pkgutil")
+    shim.__dict__.update(pkgutil.__dict__)
+    shim.walk_packages = walk_packages
+    module.pkgutil = shim
+
+
 # fix name -> (module it patches when imported, patch); dataclass_hash runs at start-up.
 FIXES = {
     "checkpoint_load": [
@@ -191,6 +226,7 @@ FIXES = {
     "sacrebleu_score": [("fairseq_cli.score", _fix_sacrebleu_score)],
     "cpu_ddp": [("fairseq.models.distributed_fairseq_model", _fix_cpu_ddp)],
     "user_dir_by_name": [("fairseq.utils", _fix_user_dir_by_name)],
+    "hydra_plugin_scan": [("hydra.core.plugins", _fix_hydra_plugin_scan)],
 }
 
 

@@ -46,3 +46,20 @@ def test_stock_encoder_layer_stays_off_the_fused_path_after_loading():
     )
     assert python(code).stdout.strip().endswith("False")
     assert python(code, FAIRSEQ_RELPOS_COMPAT_BETTER_TRANSFORMER="0").stdout.strip().endswith("True")
+
+
+def test_hydra_finds_its_plugins_without_find_module():
+    """Python 3.12 removed the finders' find_module, which hydra 1.0.7's plugin scan calls:
+    removed here too, the scan still works, and fails as on 3.12 with the fix off."""
+    code = (
+        "import importlib.machinery\n"
+        "if hasattr(importlib.machinery.FileFinder, 'find_module'):\n"
+        "    del importlib.machinery.FileFinder.find_module\n"
+        "from hydra.core.plugins import Plugins\n"
+        "from hydra.plugins.launcher import Launcher\n"
+        "print(len(Plugins.instance().discover(Launcher)))\n"
+    )
+    result = python(code)
+    assert result.returncode == 0 and int(result.stdout.split()[-1]) >= 1, result.stderr[-2000:]
+    result = python(code, FAIRSEQ_RELPOS_COMPAT_HYDRA_PLUGIN_SCAN="0")
+    assert result.returncode != 0 and "find_module" in result.stderr
