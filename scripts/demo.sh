@@ -36,6 +36,9 @@
 #   --seed N             seed of the corpus and of training (default 1)
 #   --out-dir DIR        where everything goes (default runs/demo in the checkout)
 #   --threads N          systems trained at a time, one core each (default: all cores)
+#   --gpus N             train and translate on N GPUs instead (fp16), --threads systems at a
+#                        time shared out among them; a model trained on the other device is
+#                        trained again (default 0: CPU only, the same translations on every run)
 #   -h, --help           this help
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"

@@ -34,6 +34,9 @@
 #                      show nothing)
 #   --out-dir DIR      the demo's folder (default runs/demo), whose data and models are reused
 #   --threads N        systems trained at a time, one core each (default: all cores)
+#   --gpus N           train and translate on N GPUs instead (fp16), --threads systems at a
+#                      time shared out among them; a model trained on the other device is
+#                      trained again (default 0: CPU only, the same translations on every run)
 #   -h, --help         this help
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
@@ -92,6 +95,8 @@ done
 pl_run_systems run_unit "see $OUT/*/train.log and $OUT/*/*/generate.err" "${UNITS[@]}"
 demo_phase_took "training and translating ${#ARCHS[@]} systems x ${#TRAIN_SEEDS[@]} seeds"
 
+SEEDS_TEXT="$SEEDS seed$( ((SEEDS == 1)) || echo s)" DEVICE_TEXT=""
+((GPUS == 0)) || DEVICE_TEXT=", on GPUs (fp16)"
 for set in "${DEMO_TEST_SETS[@]}"; do
   d="$DATA/testsets/$set"
   pl_longer_side "$d" src tgt
@@ -112,7 +117,7 @@ for set in "${DEMO_TEST_SETS[@]}"; do
   python -m analysis.leaderboard --source "$d/seg.src" --length-file "$d/longer-side" \
     --ref "$d/raw.tgt" "${args[@]}" --baseline "${ARCHS[0]}" --train-limit "$LIMIT" \
     --edges "$(demo_edges "$set")" --tokenize none --bootstrap 1000 --seed "$SEED" \
-    --title "Leaderboard, demo $set: trained on pairs of up to $LIMIT subword tokens, ${#TRAIN_SEEDS[@]} seed(s)" \
+    --title "Leaderboard, demo $set: trained on pairs of up to $LIMIT subword tokens, $SEEDS_TEXT$DEVICE_TEXT" \
     --out-dir "$OUT/leaderboard/$set"
 done
 demo_phase_took "the boards"

@@ -72,6 +72,19 @@ def test_help(script):
     assert "Usage:" in out and "--help" in out
 
 
+@pytest.mark.parametrize("script", ["demo.sh", "leaderboard.sh"])
+@pytest.mark.parametrize("gpus, message", [
+    ("x", "--gpus: expected the number of GPUs to use (0 for CPU cores only), got 'x'"),
+    ("99", "--gpus 99 but torch sees"),
+])
+def test_demo_and_leaderboard_refuse_gpus_they_do_not_have(script, gpus, message, tmp_path):
+    out = tmp_path / "out"
+    proc = run(["bash", SCRIPTS / script, "--systems", "transformer_abs", "--gpus", gpus,
+                "--out-dir", out], check=False)
+    assert proc.returncode != 0 and message in proc.stderr
+    assert not out.exists()
+
+
 def test_train_dry_run_has_the_study_optimisation(tmp_path):
     data = tmp_path / "len100"
     for k in range(8):

@@ -16,12 +16,12 @@ DEMO_MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decod
   --encoder-ffn-embed-dim 128 --decoder-ffn-embed-dim 128
   --encoder-attention-heads 4 --decoder-attention-heads 4 --dropout 0.1)
 
-# demo_cli ARGS...: SYSTEMS LIMIT UPDATES SEED OUT QUICK from the common options (defaults:
+# demo_cli ARGS...: SYSTEMS LIMIT UPDATES SEED OUT QUICK GPUS from the common options (defaults:
 # the caller's, if set), the options it does not know in DEMO_REST; then the derived
 # settings: ARCHS, UPDATES (capped by --quick), DATA_ARGS and DATA_SETTINGS.
 demo_cli() {
   SYSTEMS=${SYSTEMS:-transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos}
-  LIMIT=50 UPDATES=3000 SEED=1 OUT="$PL_REPO/runs/demo" QUICK=0 DEMO_REST=()
+  LIMIT=50 UPDATES=3000 SEED=1 OUT="$PL_REPO/runs/demo" QUICK=0 GPUS=0 DEMO_REST=()
   while [[ $# -gt 0 ]]; do
     case "$1" in
       -h|--help) pl_help "$0"; exit 0 ;;
@@ -32,12 +32,14 @@ demo_cli() {
       --seed) SEED=$2; shift 2 ;;
       --out-dir) OUT=$2; shift 2 ;;
       --threads) THREADS=$2; shift 2 ;;
+      --gpus) GPUS=$2; shift 2 ;;
       *) DEMO_REST+=("$1"); shift ;;
     esac
   done
   [[ "$LIMIT" =~ ^[1-9][0-9]*$ && "$LIMIT" -ge 16 ]] || pl_die "--train-limit: expected an integer of at least 16, got '$LIMIT'"
   [[ "$UPDATES" =~ ^[1-9][0-9]*$ ]] || pl_die "--updates: expected a positive integer, got '$UPDATES'"
   [[ "$SEED" =~ ^[0-9]+$ ]] || pl_die "--seed: expected a non-negative integer, got '$SEED'"
+  [[ "$GPUS" =~ ^[0-9]+$ ]] || pl_die "--gpus: expected the number of GPUs to use (0 for CPU cores only), got '$GPUS'"
   pl_systems_list "$SYSTEMS"
   local train_pairs=20000 test_pairs=300
   if [[ "$QUICK" == 1 ]]; then
@@ -82,11 +84,16 @@ demo_edges() {
   esac
 }
 
-# demo_prepare: the environment, ARCHS checked against fairseq's registry, OUT made absolute,
-# and the data with its test sets in DATA=OUT/data.
+# demo_prepare: the environment, ARCHS checked against fairseq's registry, --gpus against the
+# GPUs torch sees, OUT made absolute, and the data with its test sets in DATA=OUT/data.
 demo_prepare() {
+  local visible=0
   pl_enter_env
   pl_check_archs --systems "${ARCHS[@]}"
+  if (( GPUS > 0 )); then
+    pl_gpu_listed && visible=$(python -c "import torch; print(torch.cuda.device_count())")
+    (( GPUS <= visible )) || pl_die "--gpus $GPUS but torch sees $visible GPU(s)"
+  fi
   mkdir -p "$OUT"
   OUT="$(cd "$OUT" && pwd)"
   DATA="$OUT/data"
@@ -102,17 +109,26 @@ demo_prepare() {
 # demo_system ARCH TRAIN_SEED DIR: train ARCH into DIR (2+2 layers of width 64, UPDATES updates
 # of 2,000 tokens, Adam with lr 3e-3 on an inverse-sqrt schedule, on one CPU core), then
 # translate both test sets into DIR/SET.  The demo's own systems use the corpus seed as the
-# training seed, so their folders (and settings) are the demo's.
+# training seed, so their folders (and settings) are the demo's.  With --gpus N, training
+# (fp16, train.sh's default on a GPU) and translation run on GPU number PL_UNIT_INDEX mod N:
+# these models are small enough for several to share one GPU.  A GPU model's settings differ
+# from a CPU model's, so neither is ever taken for the other.
 demo_system() {
   local arch=$1 train_seed=$2 dir=$3 set settings="$DATA_SETTINGS --updates $UPDATES"
+  local train_device=(--gpus 0) translate_device=(--cpu) gpu_ids
   [[ "$train_seed" == "$SEED" ]] || settings+=" --train-seed $train_seed"
+  if (( GPUS > 0 )); then
+    IFS=, read -r -a gpu_ids <<< "${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((GPUS - 1)))}"
+    export CUDA_VISIBLE_DEVICES=${gpu_ids[${PL_UNIT_INDEX:-0} % GPUS]}
+    train_device=(--gpus 1) translate_device=() settings+=" --device gpu"
+  fi
   demo_fresh_unless_same "$dir" "$settings"
   bash "$PL_SCRIPTS/train.sh" --data "$DATA/data-bin/len$LIMIT" --arch "$arch" \
-    --save-dir "$dir" --gpus 0 --batch-tokens 2000 --lr 3e-3 --lr-scheduler inverse_sqrt \
+    --save-dir "$dir" "${train_device[@]}" --batch-tokens 2000 --lr 3e-3 --lr-scheduler inverse_sqrt \
     --seed "$train_seed" "${DEMO_MODEL[@]}" --warmup-updates 100 \
     --max-update "$UPDATES" --max-epochs 1000 --patience -1 --log-interval 100 --num-workers 0
   for set in "${DEMO_TEST_SETS[@]}"; do
     bash "$PL_SCRIPTS/translate.sh" --checkpoint "$dir/checkpoint_best.pt" \
-      --testset "$DATA/testsets/$set" --out-dir "$dir/$set" --cpu
+      --testset "$DATA/testsets/$set" --out-dir "$dir/$set" "${translate_device[@]}"
   done
 }

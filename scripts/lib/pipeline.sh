@@ -83,10 +83,11 @@ EOF
 
 # pl_run_systems RUN HINT ARCH...: RUN ARCH for every ARCH, THREADS at a time (one core each:
 # OMP_NUM_THREADS=1), its output prefixed with [ARCH]; dies, citing HINT, when one fails.
+# RUN sees PL_UNIT_INDEX, the position of its ARCH in the list (0, 1, ...), to share GPUs out.
 # Each runs in its own process group, so that a failure or an interrupt stops every system's
 # training and translation, not only the shells that started them.
 pl_run_systems() {
-  local run=$1 hint=$2 arch running=0
+  local run=$1 hint=$2 arch running=0 index=0
   shift 2
   export OMP_NUM_THREADS=1
   set -m
@@ -97,8 +98,8 @@ pl_run_systems() {
       wait -n || pl_die "a system failed ($hint)"
       running=$((running - 1))
     fi
-    "$run" "$arch" 2>&1 | sed -u "s/^/[$arch] /" &
-    running=$((running + 1))
+    PL_UNIT_INDEX=$index "$run" "$arch" 2>&1 | sed -u "s/^/[$arch] /" &
+    running=$((running + 1)) index=$((index + 1))
   done
   for ((; running > 0; running--)); do
     wait -n || pl_die "a system failed ($hint)"
