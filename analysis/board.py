@@ -12,9 +12,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .buckets import Bucket
 from .evaluate import LengthReport, check_baseline, evaluate_by_length
 from .io import InputError
+from .metrics import MetricConfig, sentence_statistics
 
 METRICS = ("bleu", "ter")
 
@@ -128,13 +131,16 @@ def build_board(
     tokenize: Optional[str] = None,
     n_bootstrap: int = 1000,
     seed: int = 12345,
+    workers: int = 1,
 ) -> Board:
     """The leaderboard of ``systems`` (name -> one list of translations per seed).
 
     ``failures`` names systems whose seeds failed (training or translation) and why: a
     system with no translations at all is listed, unranked, with its failure.  ``training``
     gives each system's parameter count and step time.  Systems are ranked by their mean
-    BLEU over seeds on every pair longer than ``train_limit``.
+    BLEU over seeds on every pair longer than ``train_limit``.  Each seed's sentence
+    statistics are computed once (in ``workers`` processes) and serve every grouping and the
+    pooled test.
     """
     failures, training = dict(failures or {}), dict(training or {})
     names = list(systems) + [name for name in failures if name not in systems]
@@ -147,9 +153,12 @@ def build_board(
             raise InputError(f"{name}: no translations (list it as a failure instead)")
     beyond = Bucket(train_limit + 1, None)
     halves = [Bucket(0, train_limit), beyond]
-    per_seed = _per_seed_reports(lengths, references, systems, buckets, halves, tokenize)
+    configs = [MetricConfig(metric, tokenize) for metric in METRICS]
+    stats = [sentence_statistics(configs, [references], hyps, workers)
+             for hyps in _seeds(systems)]  # [seed k][metric][system]: sentences x statistics
+    per_seed = _per_seed_reports(lengths, references, systems, buckets, halves, tokenize, stats)
     pooled = _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
-                           n_bootstrap, seed)
+                           n_bootstrap, seed, stats)
     base_time = training.get(baseline, TrainingInfo()).seconds_per_update
     rows = []
     for name in names:
@@ -181,15 +190,20 @@ def build_board(
     )
 
 
-def _per_seed_reports(lengths, references, systems, buckets, halves, tokenize):
+def _seeds(systems):
+    """Seed k's translations of every system that has a seed k, for k = 0, 1, ..."""
+    return [{name: seeds[k] for name, seeds in systems.items() if k < len(seeds)}
+            for k in range(max(len(seeds) for seeds in systems.values()))]
+
+
+def _per_seed_reports(lengths, references, systems, buckets, halves, tokenize, stats):
     """name -> [(report on the buckets, report on within/beyond the limit)] per seed, without
     resampling; all systems' seed k are scored together."""
     reports: Dict[str, list] = {name: [] for name in systems}
-    for k in range(max(len(seeds) for seeds in systems.values())):
-        hyps = {name: seeds[k] for name, seeds in systems.items() if k < len(seeds)}
+    for hyps, seed_stats in zip(_seeds(systems), stats):
         by_bucket, by_half = (
             evaluate_by_length(lengths, [references], hyps, groups, metrics=METRICS,
-                               tokenize=tokenize, n_bootstrap=0, workers=1)
+                               tokenize=tokenize, n_bootstrap=0, statistics=seed_stats)
             for groups in (buckets, halves)
         )
         for name in hyps:
@@ -198,11 +212,11 @@ def _per_seed_reports(lengths, references, systems, buckets, halves, tokenize):
 
 
 def _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
-                  n_bootstrap, seed):
+                  n_bootstrap, seed, stats):
     """name -> [(report on the buckets, report on the halves)] of the seeds pooled with the
     baseline's (a list of one, or empty without resampling).  Systems with the same number
     of seeds share one evaluation; a system with more seeds than the baseline pools only as
-    many as the baseline has."""
+    many as the baseline has.  A pooled set's statistics are its seeds' rows, stacked."""
     pooled: Dict[str, list] = {name: [] for name in systems}
     if n_bootstrap == 0:
         return pooled
@@ -210,12 +224,15 @@ def _pooled_tests(lengths, references, systems, baseline, buckets, halves, token
     for name, seeds in systems.items():
         by_count.setdefault(min(len(seeds), len(systems[baseline])), []).append(name)
     for count, names in sorted(by_count.items()):
-        hyps = {name: [h for seed_hyps in systems[name][:count] for h in seed_hyps]
-                for name in [baseline] + [n for n in names if n != baseline]}
+        members = [baseline] + [n for n in names if n != baseline]
+        hyps = {name: [h for seed_hyps in systems[name][:count] for h in seed_hyps] for name in members}
+        pooled_stats = {metric: {name: np.concatenate([stats[k][metric][name] for k in range(count)])
+                                 for name in members}
+                        for metric in METRICS}
         reports = tuple(
             evaluate_by_length(list(lengths) * count, [list(references) * count], hyps, groups,
                                metrics=METRICS, baseline=baseline, tokenize=tokenize,
-                               n_bootstrap=n_bootstrap, seed=seed, workers=1)
+                               n_bootstrap=n_bootstrap, seed=seed, statistics=pooled_stats)
             for groups in (buckets, halves)
         )
         for name in names:

@@ -19,7 +19,7 @@ from .board import METRICS, Board, BoardCell, BoardRow, Spread  # noqa: E402
 from .buckets import Bucket  # noqa: E402
 from .metrics import DISPLAY_NAMES  # noqa: E402
 from .render import (  # noqa: E402
-    MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, _figure_bytes, _latex_escape, _latex_label,
+    MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, _figure_bytes, _latex_escape, _latex_label, figure_title,
 )
 
 EMPTY = "–"
@@ -133,7 +133,8 @@ def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], yl
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
     axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    axis.set_title(title or "")
+    if title:
+        figure_title(figure, title)
     rendered = _figure_bytes(figure, fmt)
     plt.close(figure)
     return rendered

@@ -82,13 +82,16 @@ def evaluate_by_length(
     workers: int = 2,
     cache: Optional[StatisticsCache] = None,
     progress: Optional[Callable[[str], None]] = None,
+    statistics: Optional[Dict[str, Dict[str, np.ndarray]]] = None,
 ) -> LengthReport:
     """Every system's corpus scores on every bucket and on the whole set.
 
     ``references`` holds one stream per reference translation; ``systems`` maps names to
     hypotheses, in the order they are to be reported.  The baseline (default: the first
     system) is what the paired test compares each other system with, bucket by bucket.
-    Sentence statistics are read from and added to ``cache`` (see analysis.cache);
+    Sentence statistics are read from and added to ``cache`` (see analysis.cache), or given
+    as ``statistics`` (``[metric][system]``, as sentence_statistics returns them) where the
+    caller has them already, e.g. for the same translations in other buckets;
     ``progress`` receives a line with the time of each stage.
     """
     names = list(systems)
@@ -103,7 +106,15 @@ def evaluate_by_length(
     check_resampling(n_bootstrap, ar_trials, seed)
 
     configs = [MetricConfig(name, tokenize, lowercase, target_lang) for name in metrics]
-    stats = sentence_statistics(configs, references, systems, workers, cache, progress)
+    if statistics is None:
+        stats = sentence_statistics(configs, references, systems, workers, cache, progress)
+    else:
+        stats = {metric: {name: statistics[metric][name] for name in names} for metric in metrics}
+        for metric, by_system in stats.items():
+            for name, rows in by_system.items():
+                if len(rows) != len(lengths):
+                    raise ValueError(f"statistics of {name} ({metric}): {len(rows)} sentences, "
+                                     f"expected {len(lengths)}")
     start_time = time.perf_counter()
     scoring = _SubsetScoring(
         names, baseline, {config.name: config.build() for config in configs}, stats,

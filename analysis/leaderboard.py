@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                         help="resamples of the pooled paired test (default 1000; 0: no test)")
     parser.add_argument("--seed", type=int, default=12345, help="seed of the resampling")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="processes computing sentence statistics (default: 2)")
     parser.add_argument("--title", metavar="T", help="title of the table and plots")
     parser.add_argument("--out-dir", metavar="DIR", help="where the board's files go")
     return parser
@@ -70,6 +72,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     check_resampling(args.bootstrap, 10000, args.seed)
     if args.train_limit < 1:
         raise InputError(f"--train-limit must be positive, got {args.train_limit}")
+    if args.workers < 1:
+        raise InputError(f"--workers must be at least 1, got {args.workers}")
     limit = args.train_limit
     edges = parse_edges(args.edges) if args.edges else sorted({limit, limit * 3 // 2, limit * 2})
     buckets = buckets_from_edges(edges)
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     lengths = whitespace_lengths(length_lines)
     board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
                         failures=failures, training=training, tokenize=args.tokenize,
-                        n_bootstrap=args.bootstrap, seed=args.seed)
+                        n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers)
     markdown = board_render.markdown_table(board, args.title)
     mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
                     for members in bucket_members(lengths, buckets)]

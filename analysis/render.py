@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import math
+import textwrap
 from typing import Dict, List, Optional, Sequence
 
 import matplotlib
@@ -172,7 +173,7 @@ def bucket_plot(report: LengthReport, title: Optional[str] = None,
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside right upper", fontsize="small")
     if title:
-        figure.suptitle(title)
+        figure_title(figure, title)
     rendered = {fmt: _figure_bytes(figure, fmt) for fmt in formats}
     plt.close(figure)
     return rendered
@@ -204,7 +205,7 @@ def length_histogram(
     axis.set_xlabel(length_label)
     axis.set_ylabel("sentences")
     buckets_text = ", ".join(bucket.label for bucket in buckets)
-    axis.set_title(title or f"{len(lengths)} sentences; buckets {buckets_text}")
+    figure_title(figure, title or f"{len(lengths)} sentences; buckets {buckets_text}")
     rendered = _figure_bytes(figure, fmt)
     plt.close(figure)
     return rendered
@@ -316,6 +317,14 @@ def _nan_if_none(value: Optional[float]) -> float:
 
 def _error(upper: Optional[float], lower: Optional[float]) -> float:
     return math.nan if upper is None or lower is None else upper - lower
+
+
+def figure_title(figure, title: str) -> None:
+    """The figure's title, wrapped to the figure's width (matplotlib lets a long one run off
+    both edges)."""
+    font_points = 1.2 * plt.rcParams["font.size"]  # suptitle's "large"
+    characters = int(figure.get_figwidth() * 72 / (0.55 * font_points))
+    figure.suptitle(textwrap.fill(title, characters))
 
 
 def _figure_bytes(figure, fmt: str) -> bytes:

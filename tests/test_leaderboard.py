@@ -128,6 +128,7 @@ def test_cli_writes_every_output_and_keeps_the_failed_system(known, tmp_path, ca
     (["--system", "abs=h", "--train-log", "rel=l"], "--train-log names rel, which is no --system"),
     (["--system", "abs=h", "--baseline", "rel"], "rel"),
     (["--system", "abs=h", "--train-limit", "0"], "--train-limit must be positive"),
+    (["--system", "abs=h", "--workers", "0"], "--workers must be at least 1"),
 ])
 def test_cli_refusals(tmp_path, capsys, extra, message):
     source = write(tmp_path / "src", ["a b", "c d"])
