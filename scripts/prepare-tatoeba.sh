@@ -79,6 +79,7 @@ done
 for option in "--max-len $MAX_LEN" "--dev-pairs $DEV_PAIRS" "--test-short-pairs $TEST_SHORT"; do
   [[ "${option#* }" =~ ^[1-9][0-9]*$ ]] || pl_die "${option% *}: expected a positive integer, got '${option#* }'"
 done
+pl_refuse_foreign_work "$OUT"
 pl_enter_env
 
 # 1. the file: fetched, then checked whole before anything is made from it

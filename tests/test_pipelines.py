@@ -85,6 +85,24 @@ def test_demo_and_leaderboard_refuse_gpus_they_do_not_have(script, gpus, message
     assert not out.exists()
 
 
+@pytest.mark.parametrize("script, extra", [
+    ("prepare-toy.sh", []),
+    ("prepare-wmt19-de-en.sh", ["--offline"]),
+    ("prepare-tatoeba.sh", ["--download"]),
+])
+def test_prepare_refuses_a_folder_it_did_not_make(script, extra, tmp_path):
+    """Preparing clears temporary files and rewrites its outputs: never in someone else's
+    folder.  Corpora placed in raw/ beforehand are welcome."""
+    work = tmp_path / "work"
+    (work / "raw").mkdir(parents=True)
+    (work / "notes.txt").write_text("mine\n")
+    (work / "draft.tmp.123").write_text("mine too\n")
+    proc = run(["bash", SCRIPTS / script, "--work-dir", work, *extra], check=False)
+    assert proc.returncode != 0
+    assert f"--work-dir {work} holds files that no preparation made, such as draft.tmp.123,notes.txt" in proc.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["draft.tmp.123", "notes.txt", "raw"]
+
+
 def test_train_dry_run_has_the_study_optimisation(tmp_path):
     data = tmp_path / "len100"
     for k in range(8):

@@ -99,6 +99,7 @@ demo_prepare() {
   DATA="$OUT/data"
   DEMO_PHASE_START=$SECONDS
   demo_fresh_unless_same "$DATA" "$DATA_SETTINGS"
+  touch "$DATA/.lock"  # the preparation's folder, beside the demo's own files
   bash "$PL_SCRIPTS/prepare-toy.sh" --work-dir "$DATA" "${DATA_ARGS[@]}" --threads "$THREADS" > "$DATA/prepare.log" 2>&1 ||
     { tail -n 20 "$DATA/prepare.log" >&2; pl_die "preparing the data failed (see $DATA/prepare.log)"; }
   grep -h "length filter" "$DATA/len$LIMIT/filter.txt" >&2

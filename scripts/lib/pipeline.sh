@@ -186,13 +186,25 @@ pl_clean_tmp() {
   find "$1" -name '*.tmp.[0-9]*' -prune -exec rm -rf {} + 2>/dev/null || true
 }
 
-# One run at a time per work directory.
+# One run at a time per work directory.  WORK/.lock is also what marks a directory as the
+# preparation's own (pl_refuse_foreign_work).
 pl_lock() {
   mkdir -p "$1"
+  exec 9>"$1/.lock"
   if command -v flock >/dev/null 2>&1; then
-    exec 9>"$1/.lock"
     flock -n 9 || pl_die "another run is using $1 (lock $1/.lock)"
   fi
+}
+
+# pl_refuse_foreign_work DIR: die if DIR holds anything but raw/ (corpora put there to be
+# found) and was never prepared here: a preparation clears temporary files and rewrites
+# what it makes, which must never happen in a folder it does not own.
+pl_refuse_foreign_work() {
+  local other
+  [[ -d "$1" && ! -e "$1/.lock" && ! -e "$1/config.env" ]] || return 0
+  other=$(find "$1" -mindepth 1 -maxdepth 1 ! -name raw -printf '%f\n' | sort | awk 'NR <= 3' | paste -sd, -)
+  [[ -z "$other" ]] ||
+    pl_die "--work-dir $1 holds files that no preparation made, such as $other; choose a new or empty folder (corpora may go in its raw/ beforehand)"
 }
 
 # pl_per_lang SRC TGT FUNC ARGS...: FUNC SRC ARGS... and FUNC TGT ARGS..., side by side when
@@ -379,6 +391,7 @@ pl_prepare_cli() {
       *) pl_die "unknown option $1 (see --help)" ;;
     esac
   done
+  pl_refuse_foreign_work "$WORK"
   mkdir -p "$WORK"
   WORK="$(cd "$WORK" && pwd)"
   IFS=, read -r -a CORPORA <<< "$CORPORA_CSV"
