@@ -146,7 +146,7 @@ def test_smoke_recipe_end_to_end_on_a_slice_of_the_real_export(tmp_path):
     env = {"SMOKE": "1", "SMOKE_DATA": str(export)}
     run(["bash", SCRIPTS / "reproduce" / "tatoeba.sh", "--systems", ",".join(systems), *dirs], env=env)
     work, runs = tmp_path / "work", tmp_path / "runs"
-    rows = [tuple(line.split("\t")[:2]) for line in lines(work / "slice.txt")]
+    rows = [tuple(line.split("\t")[:2]) for line in lines(work / "raw" / "slice.txt")]
     assert len(rows) == 169813 // 85
     split = split_of(work / "split")
     assert_a_partition_by_sentence(split, rows)

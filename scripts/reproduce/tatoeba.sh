@@ -73,8 +73,8 @@ if [[ "$SMOKE" == 1 ]]; then
   [[ -z "$FROM" && ${#FETCH[@]} -eq 0 ]] || pl_die "SMOKE=1 takes its data from SMOKE_DATA, not --from/--download"
   SMOKE_DATA="${SMOKE_DATA:-$PL_REPO/../shared/data/tatoeba-deu-eng/deu.txt}"
   [[ -f "$SMOKE_DATA" ]] || pl_die "SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried $SMOKE_DATA)"
-  mkdir -p "$WORK"
-  FROM="$WORK/slice.txt"
+  mkdir -p "$WORK/raw"
+  FROM="$WORK/raw/slice.txt"
   awk 'NR % 85 == 0' "$SMOKE_DATA" > "$FROM.tmp.$$" && mv "$FROM.tmp.$$" "$FROM"
   PREPARE=(--dev-pairs 100 --test-short-pairs 100 --bpe-merges 500)
   MODEL=("${PL_SMOKE_TRAIN[@]}") TRANSLATE=("${PL_SMOKE_TRANSLATE[@]}") BOOTSTRAP=50
