@@ -154,9 +154,10 @@ def build_board(
     beyond = Bucket(train_limit + 1, None)
     halves = [Bucket(0, train_limit), beyond]
     configs = [MetricConfig(metric, tokenize) for metric in METRICS]
+    seeds = _seeds(systems)
     stats = [sentence_statistics(configs, [references], hyps, workers)
-             for hyps in _seeds(systems)]  # [seed k][metric][system]: sentences x statistics
-    per_seed = _per_seed_reports(lengths, references, systems, buckets, halves, tokenize, stats)
+             for hyps in seeds]  # [seed k][metric][system]: sentences x statistics
+    per_seed = _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats)
     pooled = _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
                            n_bootstrap, seed, stats)
     base_time = training.get(baseline, TrainingInfo()).seconds_per_update
@@ -196,11 +197,11 @@ def _seeds(systems):
             for k in range(max(len(seeds) for seeds in systems.values()))]
 
 
-def _per_seed_reports(lengths, references, systems, buckets, halves, tokenize, stats):
+def _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats):
     """name -> [(report on the buckets, report on within/beyond the limit)] per seed, without
-    resampling; all systems' seed k are scored together."""
-    reports: Dict[str, list] = {name: [] for name in systems}
-    for hyps, seed_stats in zip(_seeds(systems), stats):
+    resampling; all systems' seed k (``seeds[k]``) are scored together."""
+    reports: Dict[str, list] = {name: [] for name in seeds[0]}
+    for hyps, seed_stats in zip(seeds, stats):
         by_bucket, by_half = (
             evaluate_by_length(lengths, [references], hyps, groups, metrics=METRICS,
                                tokenize=tokenize, n_bootstrap=0, statistics=seed_stats)

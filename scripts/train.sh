@@ -148,9 +148,8 @@ fi
 NGPU=0
 if [[ "$DRY_RUN" == 1 ]]; then
   NGPU=${GPUS:-1}
-elif pl_gpu_listed; then
-  NGPU=$(python -c "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)" 2>/dev/null) ||
-    pl_die "could not query torch for GPUs (is the environment set up?)"
+else
+  NGPU=$(pl_gpu_count)
 fi
 if [[ -n "$GPUS" && "$DRY_RUN" != 1 ]]; then
   (( GPUS <= NGPU )) || pl_die "--gpus $GPUS but only $NGPU GPU(s) visible"

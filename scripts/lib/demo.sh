@@ -87,11 +87,11 @@ demo_edges() {
 # demo_prepare: the environment, ARCHS checked against fairseq's registry, --gpus against the
 # GPUs torch sees, OUT made absolute, and the data with its test sets in DATA=OUT/data.
 demo_prepare() {
-  local visible=0
+  local visible
   pl_enter_env
   pl_check_archs --systems "${ARCHS[@]}"
   if (( GPUS > 0 )); then
-    pl_gpu_listed && visible=$(python -c "import torch; print(torch.cuda.device_count())")
+    visible=$(pl_gpu_count)
     (( GPUS <= visible )) || pl_die "--gpus $GPUS but torch sees $visible GPU(s)"
   fi
   mkdir -p "$OUT"

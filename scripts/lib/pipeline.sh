@@ -52,6 +52,14 @@ pl_py() { python "$PL_LIB/$1" "${@:2}"; }
 # Whether nvidia-smi lists a GPU (asked before starting Python, which is slow to start).
 pl_gpu_listed() { command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1; }
 
+# pl_gpu_count: the GPUs torch sees (torch is asked only where nvidia-smi lists one, so a CPU
+# machine starts no Python for it).
+pl_gpu_count() {
+  pl_gpu_listed || { echo 0; return 0; }
+  python -c "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)" 2>/dev/null ||
+    pl_die "could not query torch for GPUs (is the environment set up?)"
+}
+
 pl_lines() { wc -l < "$1" | tr -d ' '; }
 
 # pl_same_lines A B [WHAT]: die unless A and B have the same number of lines.
