@@ -41,34 +41,5 @@
 #                        trained again (default 0: CPU only, the same translations on every run)
 #   -h, --help           this help
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
-source "$PL_LIB/demo.sh"
-
-demo_cli "$@"
-[[ ${#DEMO_REST[@]} -eq 0 ]] || pl_die "unknown option '${DEMO_REST[0]}' (see --help)"
-demo_refuse_unless_ours "$OUT/data" demo.settings
-for arch in "${ARCHS[@]}"; do demo_refuse_unless_ours "$OUT/$arch" demo.settings; done
-for set in "${DEMO_TEST_SETS[@]}"; do demo_refuse_unless_ours "$OUT/report/$set" demo.command; done
-
-START=$SECONDS
-# 1-2. data and test sets
-demo_prepare
-# 3-4. per system: training, then both test sets translated; one system per core
-run_system() { demo_system "$1" "$SEED" "$OUT/$1"; }
-pl_run_systems run_system "see $OUT/*/train.log and $OUT/*/*/generate.err" "${ARCHS[@]}"
-demo_phase_took "training and translating"
-
-# 5. the length-bucket reports
-REPORTS=()
-for set in "${DEMO_TEST_SETS[@]}"; do
-  systems=()
-  for arch in "${ARCHS[@]}"; do systems+=("$arch=$OUT/$arch/$set/hyp.txt"); done
-  pl_length_report demo.command "$OUT/report/$set" "$DATA/testsets/$set" src tgt "${systems[@]}" -- \
-    --baseline "${ARCHS[0]}" --tokenize none --metrics bleu,ter --edges "$(demo_edges "$set")" \
-    --train-limit "$LIMIT" --bootstrap 200 --seed "$SEED" \
-    --title "Demo, $set: trained on pairs of up to $LIMIT subword tokens (length: longer side)"
-  REPORTS+=("$OUT/report/$set")
-done
-demo_phase_took "the reports"
-pl_log "done in $((SECONDS - START)) s"
-for r in "${REPORTS[@]}"; do echo "report: $r (report.md, report.json, buckets.png, lengths.png)"; done
+source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
+relpos_recipe demo "$@"

@@ -35,14 +35,5 @@
 # binarization.  Settings that change the data (corpora, BPE, cleaning, shards)
 # are recorded in WORK/config.env and cannot change in an existing WORK.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
-
-PAIR=de-en SRC=de TGT=en
-TEXTPROC=moses SEG=bpe DEFAULT_SEG_SIZE=50000
-DEFAULT_CORPORA=commoncrawl,europarl,news-commentary,rapid
-DEV_SETS=(newstest2015) TEST_SET=newstest2018
-TEST_SETS_DEFAULT=newstest_all,concat_seq,newstest2018 CONCAT_OF=newstest_all  # build-test-sets.sh
-
-pl_prepare_cli "$@"
-pl_enter_env
-pl_prepare
+source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
+relpos_recipe prepare-wmt19-de-en "$@"

@@ -38,13 +38,5 @@
 #
 # Re-running skips completed steps; see prepare-wmt19-de-en.sh.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/lib/pipeline.sh"
-
-PAIR=zh-en SRC=zh TGT=en
-TEXTPROC=normalize SEG=spm DEFAULT_SEG_SIZE=32000
-DEFAULT_CORPORA=news-commentary,un,cwmt
-DEV_SETS=(newsdev2017 newstest2017) TEST_SET=newstest2019
-
-pl_prepare_cli "$@"
-pl_enter_env
-pl_prepare
+source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
+relpos_recipe prepare-wmt19-zh-en "$@"

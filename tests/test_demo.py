@@ -42,8 +42,8 @@ def test_quick_demo_runs_to_its_reports(quick_demo):
     # a re-run reuses every finished step
     again = subprocess.run(demo, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
-    assert again.stdout.count("already trained") == len(SYSTEMS)
-    assert again.stdout.count("already translated") == 2 * len(SYSTEMS)
+    assert again.stderr.count("skip  train ") == len(SYSTEMS)
+    assert again.stderr.count("skip  translate ") == 2 * len(SYSTEMS)
     assert "start " not in again.stderr
 
 
@@ -61,7 +61,7 @@ def test_quick_leaderboard_reuses_the_demo_and_keeps_a_failed_system_on_the_boar
              "--out-dir", str(quick_demo)]
     result = subprocess.run(board, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert result.stdout.count("already trained") == 2
+    assert result.stderr.count("skip  train ") == 2
     for test_set in ("test", "concat_seq"):
         folder = quick_demo / "leaderboard" / test_set
         records = json.loads((folder / "board.json").read_text())["records"]

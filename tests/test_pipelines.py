@@ -134,10 +134,11 @@ def test_translate_dry_run(tmp_path):
 
 @pytest.mark.parametrize("smoke", ["0", "1"])
 def test_recipes_dry_run(tmp_path, smoke):
+    """--dry-run lists every step of a recipe's graph with its command, and does nothing."""
     want = {
-        "table1": ["prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "transformer_abs",
+        "table1": ["corpora.py corpus --pair de-en", "corpora.py corpus --pair zh-en", "transformer_abs",
                    "transformer_rel", "newstest2018", "newstest2019", "table1-zh-en"],
-        "table2": ["--max-len 100\\,75", "transformer_lstm_pos-len100", "transformer_abs-len75",
+        "table2": ["binarize len75", "transformer_lstm_pos-len100", "transformer_abs-len75",
                    "transformer_rel-len75", "newstest_all", "--baseline Absolute@100"],
         "table3": ["concat_seq", "transformer_abs-len75", "transformer_rel-len100"],
         "table4": ["transformer_rel_sin", "transformer_rel_k", "transformer_rel_abs",
@@ -150,11 +151,12 @@ def test_recipes_dry_run(tmp_path, smoke):
                    tmp_path / "w", "--runs-root", tmp_path / "r",
                    "--system", "NoPE@100=transformer_nope@100", "--system", "T5@75=transformer_t5@75"],
                   env={"SMOKE": smoke}).stdout
-        for n in needles + ["train.sh", "translate.sh", "build-test-sets.sh", "analysis.report",
-                            "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75", "T5@75="]:
+        for n in needles + ["recipes.tools train", "recipes.tools translate", "fairseq-train", "fairseq-generate",
+                            "analysis.report", "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75",
+                            "T5@75=", "[run (not run before)] train transformer_nope-len100"]:
             assert n in out, (table, n)
         assert ("--encoder-layers 1" in out) == (smoke == "1")
-    assert not (tmp_path / "w").exists() or not any((tmp_path / "w").rglob("*.done"))
+    assert not list(tmp_path.rglob("*.json"))  # no manifest: nothing ran
 
 
 # ----------------------------------------------------------------------------------------
@@ -180,54 +182,19 @@ def test_filter_pairs_counts(tmp_path):
     assert not list(tmp_path.glob("*.tmp.*"))
 
 
-def bash_lib(snippet, cwd):
-    return run(["bash", "-c", f"set -euo pipefail; source {LIB}/pipeline.sh; {snippet}"],
-               check=False, cwd=cwd)
+def tool(*args, cwd=REPO, check=True):
+    return run([sys.executable, "-m", "recipes.tools", *map(str, args)], cwd=cwd, check=check)
 
 
 def test_concat_lines_by_two_and_three(tmp_path):
     (tmp_path / "odd").write_text("1\n2\n3\n4\n5\n")
     (tmp_path / "even").write_text("a b\nc\n")
-    r = bash_lib("pl_concat_lines 2 odd odd.cat; pl_concat_lines 2 even even.cat; "
-                 "pl_concat_lines 3 odd odd.cat3; pl_concat_lines 3 even even.cat3", tmp_path)
-    assert r.returncode == 0, r.stderr
+    for n, source, out in ((2, "odd", "odd.cat"), (2, "even", "even.cat"), (3, "odd", "odd.cat3"), (3, "even", "even.cat3")):
+        tool("concat-lines", "--n", n, "--input", tmp_path / source, "--out", tmp_path / out)
     assert lines(tmp_path / "odd.cat") == ["1 2", "3 4", "5"]
     assert lines(tmp_path / "even.cat") == ["a b c"]
     assert lines(tmp_path / "odd.cat3") == ["1 2 3", "4 5"]
     assert lines(tmp_path / "even.cat3") == ["a b c"]
-
-
-def test_failed_step_leaves_nothing_complete_and_rerun_skips(tmp_path):
-    steps = ("make() { echo partial > out.tmp.$$; [[ ${FAIL:-0} == 0 ]]; mv out.tmp.$$ out; }; "
-             "after() { cp out after.out; }; ")
-    step = f"pl_step '{tmp_path}/.done' make '' out -- make"
-    then = f"pl_step '{tmp_path}/.done' after make after.out -- after"
-    r = bash_lib(steps + "FAIL=1 " + step, tmp_path)
-    assert r.returncode != 0
-    assert not (tmp_path / ".done" / "make").exists() and not (tmp_path / "out").exists()
-    r = bash_lib(steps + f"pl_clean_tmp {tmp_path}; {step}; {then}", tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert (tmp_path / ".done" / "make").exists() and (tmp_path / "out").exists()
-    assert not list(tmp_path.glob("out.tmp.*"))
-    r = bash_lib(steps + "FAIL=1 " + step + "; " + then, tmp_path)
-    assert r.returncode == 0 and "skip  make (done)" in r.stderr and "skip  after (done)" in r.stderr
-
-
-def test_a_step_whose_output_is_gone_is_redone_with_the_steps_after_it(tmp_path):
-    """A stamp alone does not make a step done: its outputs must exist, and the steps that
-    depend on a redone step are redone too."""
-    steps = ("make() { echo made > out; }; after() { cp out after.out; }; "
-             f"pl_step '{tmp_path}/.done' make '' out -- make; "
-             f"pl_step '{tmp_path}/.done' after make after.out -- after")
-    assert bash_lib(steps, tmp_path).returncode == 0
-    (tmp_path / "out").unlink()
-    r = bash_lib(steps, tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert "start make (out is missing)" in r.stderr
-    assert "start after (make was redone)" in r.stderr
-    # the same step with another command is redone as well
-    r = bash_lib(steps.replace("-- make", "-- make other"), tmp_path)
-    assert "start make (done before with another command)" in r.stderr
 
 
 def test_fetch_is_atomic(tmp_path):
@@ -344,14 +311,16 @@ def test_missing_corpus_messages(tmp_path):
     assert "manual download" in r.stderr
     r, _ = _corpus(tmp_path, "zh-en", "cwmt", empty, offline=False)
     assert r.returncode == 2 and "CWMT" in r.stderr and "registering" in r.stderr
-    # the preparation script stops at the first missing corpus, with no stamp for it
+    # the preparation stops at a missing corpus, which is not done
     work = tmp_path / "work"
     r = run(["bash", SCRIPTS / "prepare-wmt19-de-en.sh", "--work-dir", work, "--local-dir",
              empty, "--offline"], check=False)
     assert r.returncode != 0
-    assert "missing de-en training corpus 'commoncrawl'" in r.stderr
-    assert "training-parallel-commoncrawl.tgz" in r.stderr
-    assert not (work / ".done" / "orig.train.commoncrawl").exists()
+    missing = re.search(r"missing de-en training corpus '([a-z-]+)'", r.stderr).group(1)
+    archive = {"commoncrawl": "training-parallel-commoncrawl.tgz", "europarl": "europarl-v9.de-en.tsv.gz",
+               "news-commentary": "news-commentary-v14.de-en.tsv.gz", "rapid": "rapid2019.de-en.zip"}[missing]
+    assert archive in r.stderr
+    assert json.loads((work / ".steps" / f"orig.train.{missing}.json").read_text())["status"] == "failed"
     assert not list((work / "orig").glob("*"))
 
 
@@ -421,7 +390,7 @@ def test_deen_preparation_end_to_end(deen):
 @pytest.mark.slow
 def test_deen_rerun_skips_and_refuses_other_settings(deen):
     proc = run(deen["cmd"])
-    assert "skip  bin.len75 (done)" in proc.stderr and "start " not in proc.stderr
+    assert "skip  binarize len75 (done)" in proc.stderr and "start " not in proc.stderr
     assert "length filter (source or target > 75 subword tokens): kept" in proc.stdout
     other = [str(c) for c in deen["cmd"]]
     other[other.index("--bpe-merges") + 1] = "600"
@@ -458,7 +427,8 @@ def test_newstest_all_and_concat_seq_on_real_data(deen_testsets):
     assert any("@@ " in s for s in seg_all)
     for name, n in (("newstest_all", 28075), ("concat_seq", 14038)):
         d = ts / name
-        assert (d / ".done").exists() and f"LINES={n}" in (d / "meta.env").read_text()
+        assert f"LINES={n}" in (d / "meta.env").read_text()
+        assert json.loads((d / ".steps" / "meta.json").read_text())["status"] == "done"
         assert (d / "bin" / "test.de-en.de.bin").exists()
         assert re.search(rf"seg\.de: {n} sents", (d / "preprocess.log").read_text())
 
@@ -524,9 +494,10 @@ def zhen(tmp_path_factory):
         dev = lines(ZHEN / f"newstest2017.{lang}")[:100]
         (standin / f"newsdev2017.{lang}").write_text("\n".join(dev) + "\n", encoding="utf-8")
     work = root / "work"
+    # SMOKE=1: corpora.py takes the 100-line newsdev2017 as a deliberate stand-in
     proc = run(["bash", SCRIPTS / "prepare-wmt19-zh-en.sh", "--work-dir", work, "--local-dir",
                 standin, "--local-dir", ZHEN, "--offline", "--spm-vocab", "1000",
-                "--shards", "2"])
+                "--shards", "2"], env={"SMOKE": "1"})
     return {"work": work, "proc": proc}
 
 
@@ -550,8 +521,8 @@ def test_zhen_sentencepiece_path(zhen):
     assert sorted(p.name for p in (work / "data-bin" / "len100").glob("shard[0-9]*")) == \
         ["shard0", "shard1"]
     # what translate.sh does to outputs: decoding the pieces gives the text back
-    r = bash_lib(f"pl_deseg {work} en {work}/seg/test.en {work}/dec.en", work)
-    assert r.returncode == 0, r.stderr
+    tool("deseg", "--seg", "spm", "--spm-model", work / "seg" / "spm.en.model", "--input", work / "seg" / "test.en",
+         "--out", work / "dec.en")
     norm = [" ".join(unicodedata.normalize("NFKC", x).split())
             for x in lines(work / "text" / "test.en")]
     assert lines(work / "dec.en") == norm
@@ -584,14 +555,15 @@ def test_smoke_table3_to_a_report(tmp_path):
     prep = tmp_path / "work" / "smoke" / "wmt19-de-en"
     assert len(lines(prep / "testsets" / "newstest_all" / "raw.de")) == 10 * 30
     for s in systems:
-        assert (runs / s / "checkpoint_best.pt").exists() and (runs / s / "train.done").exists()
+        manifest = json.loads((runs / s / ".steps" / "train.json").read_text())
+        assert (runs / s / "checkpoint_best.pt").exists() and manifest["status"] == "done"
+        assert manifest["identity"][:2] == ["--arch", s.split("-len")[0]]
         hyp = lines(runs / s / "concat_seq" / "hyp.txt")
         assert len(hyp) == 5 * 30 and any(hyp)
         assert "@@" not in "".join(hyp)
-        assert f"ARCH={s.split('-len')[0]}" in (runs / s / "train.env").read_text()
     again = run(["bash", SCRIPTS / "reproduce" / "table3.sh", *roots], env=env)
-    assert again.stderr.count("already trained") == 4
-    assert again.stderr.count("already translated") == 4
+    assert again.stderr.count("skip  train ") == 4 and again.stderr.count("skip  translate ") == 4
+    assert "start " not in again.stderr
     if not report_ok:
         pytest.skip("analysis.report not importable: translations checked, report skipped")
     md = (tmp_path / "runs" / "smoke" / "reports" / "table3" / "report.md").read_text()
@@ -600,8 +572,9 @@ def test_smoke_table3_to_a_report(tmp_path):
     # table 5 (every scheme; table 3's two here) on the same data reuses table 3's models
     five = run(["bash", SCRIPTS / "reproduce" / "table5.sh", "--archs",
                 "transformer_abs,transformer_rel", *roots], env=env)
-    assert five.stderr.count("already trained") == 2 * 4  # each model, for each test set
-    assert five.stderr.count("already translated") == 4  # table 3's concat_seq
+    assert five.stderr.count("skip  train ") == 4  # every model
+    assert five.stderr.count("skip  translate ") == 4  # table 3's concat_seq
+    assert five.stderr.count("start translate ") == 4  # newstest_all
     for report in ("table5-newstest_all", "table5-concat_seq"):
         md = (tmp_path / "runs" / "smoke" / "reports" / report / "report.md").read_text()
         for name in ("transformer_abs@100 (baseline)", "transformer_rel@100", "transformer_abs@75",
@@ -652,12 +625,13 @@ def test_toy_pipeline_in_a_folder_with_spaces(toy):
     """Item: paths with spaces.  Everything above ran in "a folder with spaces"; re-running the
     preparation with another --bpe-merges is refused, and config.env keeps what the data was
     built with."""
-    assert (toy["save"] / "checkpoint_best.pt").exists() and (toy["save"] / "train.done").exists()
+    assert (toy["save"] / "checkpoint_best.pt").exists()
+    assert json.loads((toy["save"] / ".steps" / "train.json").read_text())["status"] == "done"
     other = [str(c) for c in toy["prepare"]]
     other[other.index("--bpe-merges") + 1] = "120"
     proc = run(other, check=False)
     assert proc.returncode != 0 and "prepared with other settings" in proc.stderr
-    assert "SEG_SIZE=100" in (toy["work"] / "config.env").read_text()
+    assert "SEG_SIZE=100" in (toy["work"] / "segmentation.env").read_text()
 
 
 @pytest.mark.slow
@@ -665,7 +639,8 @@ def test_toy_pipeline_in_a_folder_with_spaces(toy):
 def test_train_inverse_sqrt_gets_a_warm_up(toy, tmp_path):
     """train.sh --lr-scheduler inverse_sqrt trained (the fixture); it no longer passes
     --warmup-updates 0, and an explicit 0 is refused before fairseq divides by it."""
-    assert "--warmup-updates 0" not in (toy["save"] / "train.env").read_text()
+    command = json.loads((toy["save"] / ".steps" / "train.json").read_text())["command"]
+    assert "--warmup-updates" not in command and "inverse_sqrt" in command
     proc = run(["bash", SCRIPTS / "train.sh", "--data", toy["work"] / "data-bin" / "len30",
                 "--arch", "transformer_abs", "--save-dir", tmp_path / "s", "--lr-scheduler",
                 "inverse_sqrt", "--warmup-updates", "0"], check=False)
@@ -681,7 +656,7 @@ def test_prepare_redoes_a_deleted_output(toy):
     before = (data_bin / "shard0" / "train.src-tgt.src.bin").read_bytes()
     shutil.rmtree(data_bin)
     proc = run(toy["prepare"])
-    assert "start bin.len30 (" in proc.stderr and proc.stderr.count("start ") == 1
+    assert "start binarize len30 (" in proc.stderr and proc.stderr.count("start ") == 1
     assert (data_bin / "shard0" / "train.src-tgt.src.bin").read_bytes() == before
 
 
@@ -697,13 +672,13 @@ def test_prepare_refuses_an_empty_max_len(tmp_path):
 def test_translate_reuses_only_the_same_settings(toy):
     out = toy["root"] / "translations"
     translate(toy, out, "--beam", "1")
-    assert "already translated" in translate(toy, out, "--beam", "1").stderr
+    assert "skip  translate test (done)" in translate(toy, out, "--beam", "1").stderr
     proc = translate(toy, out, "--beam", "2")
-    assert "already translated" not in proc.stderr and "other settings" in proc.stderr
+    assert "start translate test (done before with another command)" in proc.stderr
     assert "Generate test with beam=2" in (out / "generate.log").read_text()
     concat = toy["work"] / "testsets" / "concat_seq"
     proc = translate(toy, out, "--beam", "2", testset=concat)
-    assert "already translated" not in proc.stderr
+    assert "start translate concat_seq" in proc.stderr
     assert len(lines(out / "hyp.txt")) == 6
 
 
@@ -715,8 +690,9 @@ def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
     out = toy["root"] / "too long"
     proc = translate(toy, out, "--max-source-positions", "20", check=False)
     assert proc.returncode != 0 and "a source is longer than the model's" in proc.stderr
-    assert not (out / "hyp.txt").exists() and not (out / "translate.done").exists()
-    assert not list(out.glob("*.tmp.*"))
+    assert not (out / "hyp.txt").exists()
+    assert json.loads((out / ".steps" / "translate.json").read_text())["status"] == "failed"
+    assert not [p for p in out.iterdir() if ".tmp." in p.name]
 
 
 def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
@@ -755,13 +731,14 @@ def test_scripts_train_and_translate_a_scheme_spec(toy, tmp_path):
 @pytest.mark.xdist_group("toy")
 def test_train_refuses_a_folder_holding_another_model(toy):
     train = [str(c) for c in toy["train"]]
-    assert "already trained" in run(train).stderr
+    assert "skip  train transformer_abs (done)" in run(train).stderr
     other_arch = list(train)
     other_arch[other_arch.index("--arch") + 1] = "transformer_rel"
     proc = run(other_arch, check=False)
-    assert proc.returncode != 0 and "holds a model with ARCH=transformer_abs" in proc.stderr
+    assert proc.returncode != 0
+    assert "holds a model trained with other settings (--arch transformer_abs, now transformer_rel)" in proc.stderr
     proc = run(train + ["--lr", "1e-3"], check=False)
-    assert proc.returncode != 0 and "trained with other settings" in proc.stderr
+    assert proc.returncode != 0 and "--lr 3e-4, now 1e-3" in proc.stderr
 
 
 @pytest.mark.slow
@@ -811,7 +788,7 @@ def test_table3_checks_architectures_before_any_work(tmp_path):
 def test_demo_refuses_duplicate_systems(tmp_path):
     proc = run(["bash", SCRIPTS / "demo.sh", "--systems", "transformer_abs,transformer_rel,transformer_abs",
                 "--out-dir", tmp_path / "d"], check=False)
-    assert proc.returncode != 0 and "--systems names transformer_abs more than once" in proc.stderr
+    assert proc.returncode != 0 and "--systems: names transformer_abs more than once" in proc.stderr
     assert not (tmp_path / "d").exists()
 
 

@@ -25,18 +25,5 @@
 # RELPOS_ARCH_OVERRIDE=ARCH (train every system with ARCH, e.g. transformer, to test the
 # plumbing); SKIP_REPORT=1 (stop after the translations).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
-pl_recipe_cli "$@"
-
-pl_recipe_prepare de-en 100 newstest2018
-pl_recipe_system de-en Absolute transformer_abs 100 newstest2018
-pl_recipe_system de-en Relative transformer_rel 100 newstest2018
-pl_recipe_extra_systems de-en newstest2018
-pl_recipe_report table1-de-en de-en newstest2018 Absolute
-
-pl_recipe_prepare zh-en 100 newstest2019
-pl_recipe_system zh-en Absolute transformer_abs 100 newstest2019
-pl_recipe_system zh-en Relative transformer_rel 100 newstest2019
-pl_recipe_extra_systems zh-en newstest2019
-pl_recipe_report table1-zh-en zh-en newstest2019 Absolute
-pl_recipe_done
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/recipe.sh"
+relpos_recipe table1 "$@"

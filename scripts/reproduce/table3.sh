@@ -13,14 +13,5 @@
 #
 # Options and environment: as scripts/reproduce/table1.sh --help.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
-pl_recipe_cli "$@"
-
-pl_recipe_prepare de-en 100,75 concat_seq
-pl_recipe_system de-en Absolute@100 transformer_abs 100 concat_seq
-pl_recipe_system de-en Relative@100 transformer_rel 100 concat_seq
-pl_recipe_system de-en Absolute@75 transformer_abs 75 concat_seq
-pl_recipe_system de-en Relative@75 transformer_rel 75 concat_seq
-pl_recipe_extra_systems de-en concat_seq
-pl_recipe_report table3 de-en concat_seq Absolute@100
-pl_recipe_done
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/recipe.sh"
+relpos_recipe table3 "$@"

@@ -14,14 +14,5 @@
 #
 # Options and environment: as scripts/reproduce/table1.sh --help.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
-pl_recipe_cli "$@"
-
-pl_recipe_prepare de-en 100 concat_seq
-pl_recipe_system de-en Relative transformer_rel 100 concat_seq
-pl_recipe_system de-en "Relative sinusoidal" transformer_rel_sin 100 concat_seq
-pl_recipe_system de-en "Relative gammaK-only" transformer_rel_k 100 concat_seq
-pl_recipe_system de-en "Relative and absolute" transformer_rel_abs 100 concat_seq
-pl_recipe_extra_systems de-en concat_seq
-pl_recipe_report table4 de-en concat_seq Relative
-pl_recipe_done
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/recipe.sh"
+relpos_recipe table4 "$@"

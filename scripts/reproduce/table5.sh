@@ -16,31 +16,5 @@
 #   --archs LIST       comma-separated architectures (default: every architecture of
 #                      fairseq-relpos, transformer_abs first); the first at 100 is the baseline
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/pipeline.sh"
-
-ARCHS_CSV="" RECIPE_ARGS=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --archs) ARCHS_CSV=${2:-}; shift 2 || pl_die "--archs needs a value" ;;
-    *) RECIPE_ARGS+=("$1"); shift ;;
-  esac
-done
-pl_recipe_cli "${RECIPE_ARGS[@]}"
-if [[ -z "$ARCHS_CSV" ]]; then
-  ARCHS_CSV=$(pl_all_archs | paste -sd, -)
-fi
-IFS=, read -r -a ARCHS <<< "$ARCHS_CSV"
-[[ ${#ARCHS[@]} -gt 0 ]] || pl_die "--archs is empty"
-[[ "$DRY_RUN" == 1 ]] || pl_check_archs --archs "${ARCHS[@]}"
-LIMITS=(100 75)
-
-pl_recipe_prepare de-en 100,75 newstest_all,concat_seq
-for set in newstest_all concat_seq; do
-  SYSTEMS=()  # the systems of this set's report
-  for len in "${LIMITS[@]}"; do
-    for arch in "${ARCHS[@]}"; do pl_recipe_system de-en "$arch@$len" "$arch" "$len" "$set"; done
-  done
-  pl_recipe_extra_systems de-en "$set"
-  pl_recipe_report "table5-$set" de-en "$set" "${ARCHS[0]}@100"
-done
-pl_recipe_done
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/recipe.sh"
+relpos_recipe table5 "$@"

@@ -1,0 +1,320 @@
+"""The demo and the leaderboard: the study in miniature on the synthetic pair, one folder
+(``--out-dir``) holding the data (OUT/data), each system (OUT/ARCH, OUT/ARCH-seedS for the
+leaderboard's other seeds) and the reports (OUT/report/SET) or boards (OUT/leaderboard/SET).
+
+Everything is recorded relative to OUT, so a moved or copied OUT is still the same run.
+The demo deletes nothing it did not make: a folder of OUT in its way without step manifests
+(or an older version's demo.settings) is refused before any work, and a step that is redone
+replaces only its own files.
+"""
+import argparse
+import dataclasses
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from . import legacy
+from .cli import (DEFAULT_THREADS, Parser, absolute, command_line, folder, log, name_list, non_negative_int,
+                  positive_int, run_steps)
+from .data import PY, Prepared, preparation_steps, testsets_graph
+from .engine import MANIFEST_DIR, Console, FolderLock, LocalExecutor, Outcome, OutDir, Step, StepError, describe, \
+    merged, plan
+from .prepare import prepared_view, toy_parser, toy_preparation
+from .training import Training, Translation, visible_gpus
+
+TEST_SETS = ("test", "concat_seq")
+DEMO_SYSTEMS = "transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos"
+DEMO_MODEL = ("--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64",
+              "--decoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
+              "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--dropout", "0.1")
+
+
+@dataclasses.dataclass
+class DemoRun:
+    """The options demo.sh and leaderboard.sh share, and what follows from them."""
+
+    archs: List[str]
+    limit: int
+    updates: int
+    seed: int
+    out: Path
+    quick: bool
+    threads: int
+    gpus: int
+    dry_run: bool
+
+    @property
+    def data(self) -> Path:
+        return self.out / "data"
+
+    def data_args(self) -> List[str]:
+        """prepare-toy.sh's options: sentence lengths in source words scale with the limit (50:
+        training 12-40, test 12-50).  A target has about 1.4 words per source word and BPE
+        splits few words, so training sentences straddle the limit and the test set's longer
+        sides reach about twice it."""
+        shortest = self.limit // 4
+        train_pairs, test_pairs = (4000, 60) if self.quick else (20000, 300)
+        return ["--seed", str(self.seed), "--max-len", str(self.limit), "--train-pairs", str(train_pairs),
+                "--train-words", f"{shortest} {self.limit * 4 // 5}", "--test-pairs", str(test_pairs),
+                "--test-words", f"{shortest} {self.limit}"]
+
+    def edges(self, test_set: str) -> str:
+        """The reports' buckets, at multiples of the limit: up to 2x in halves for the test set,
+        up to 3x for concat_seq, whose joined pairs are twice as long."""
+        l = self.limit
+        return f"{l},{l * 3 // 2},{l * 2}" if test_set == "test" else f"{l},{l * 2},{l * 3}"
+
+
+def demo_parser(prog: str, systems_default: str) -> Parser:
+    parser = Parser(prog)
+    parser.add_argument("--systems", type=name_list, default=systems_default.split(",") if systems_default else None)
+    parser.add_argument("--train-limit", type=_limit, default=50)
+    parser.add_argument("--updates", type=positive_int, default=3000)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seed", type=non_negative_int, default=1)
+    parser.add_argument("--out-dir", type=folder, default=Path(__file__).resolve().parents[1] / "runs" / "demo")
+    parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
+    parser.add_argument("--gpus", type=_gpus, default=0)
+    parser.add_argument("--dry-run", action="store_true")
+    return parser
+
+
+def _limit(text: str) -> int:
+    if not text.isdigit() or int(text) < 16:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 16, got '{text}'")
+    return int(text)
+
+
+def _gpus(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected the number of GPUs to use (0 for CPU cores only), got '{text}'")
+    return int(text)
+
+
+def demo_run(args, archs: Sequence[str]) -> DemoRun:
+    run = DemoRun(archs=list(archs), limit=args.train_limit, updates=min(args.updates, 200) if args.quick else args.updates,
+                  seed=args.seed, out=absolute(args.out_dir), quick=args.quick, threads=args.threads, gpus=args.gpus,
+                  dry_run=args.dry_run)
+    return run
+
+
+def check_archs(option: str, archs: Sequence[str]) -> None:
+    """Every architecture must be one fairseq knows with this plugin loaded (asked before any
+    work, so that a typo does not fail hours later)."""
+    code = ("import logging, sys; logging.disable(logging.INFO); import fairseq_relpos\n"
+            "from fairseq.models import ARCH_MODEL_REGISTRY as R\n"
+            "unknown = [a for a in sys.argv[1:] if a not in R]\n"
+            "ours = sorted(a for a, m in R.items() if m.__module__.startswith('fairseq_relpos'))\n"
+            "print(','.join(unknown)); print(', '.join(ours))")
+    proc = subprocess.run([PY, "-c", code, *archs], capture_output=True, text=True)
+    if proc.returncode:
+        raise StepError(f"could not load fairseq to check {option} ({proc.stderr.strip().splitlines()[-1:]})")
+    unknown, ours = proc.stdout.splitlines()[:2]
+    if unknown:
+        raise StepError(f"{option}: unknown architecture {unknown.replace(',', ', ')} "
+                        f"(fairseq-relpos has {ours}; fairseq's own, such as transformer, work too)")
+
+
+def all_archs() -> List[str]:
+    proc = subprocess.run([PY, "-c", "import logging; logging.disable(logging.INFO)\n"
+                                     "from fairseq_relpos.models.relpos_transformer import ARCHITECTURES\n"
+                                     "print('\\n'.join(ARCHITECTURES))"], capture_output=True, text=True, check=True)
+    return proc.stdout.split()
+
+
+def check_gpus(gpus: int) -> None:
+    if gpus:
+        visible = visible_gpus()
+        if gpus > visible:
+            raise StepError(f"--gpus {gpus} but torch sees {visible} GPU(s)")
+
+
+def refuse_unless_ours(folder: Path, old_marker: str) -> None:
+    """A folder in the way that the demo did not make stops the run before any work."""
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / MANIFEST_DIR).is_dir() \
+            and not (folder / old_marker).exists():
+        raise StepError(f"{folder} exists and was not made by demo.sh or leaderboard.sh (no step manifests in it); "
+                        "choose another --out-dir or move it away")
+
+
+# ----------------------------------------------------------------------------------------
+# the steps
+# ----------------------------------------------------------------------------------------
+def data_steps(run: DemoRun) -> List[Step]:
+    args = toy_parser().parse_args([*run.data_args(), "--threads", str(run.threads)])
+    p = toy_preparation(args, run.data, on_change="redo")
+    prep = prepared_view(p)
+    return merged(preparation_steps(p),
+                  testsets_graph(prep, TEST_SETS, lambda name: p.fetcher.testset(p, name), run.threads))
+
+
+def system_steps(run: DemoRun, arch: str, train_seed: int, folder: Path) -> List[Step]:
+    """ARCH trained into FOLDER (2+2 layers of width 64, --updates updates of 2,000 tokens,
+    Adam with lr 3e-3 on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU), then
+    both test sets translated (beam 5).  A GPU model is never taken for a CPU one."""
+    training = Training(data=run.data / "data-bin" / f"len{run.limit}", arch=arch, save=folder,
+                        batch_tokens=2000, lr="3e-3", scheduler="inverse_sqrt", patience="-1", max_epochs=1000,
+                        seed=str(train_seed), n_shards=1,
+                        extra=[*DEMO_MODEL, "--warmup-updates", "100", "--max-update", str(run.updates),
+                               "--log-interval", "100", "--num-workers", "0"])
+    on_gpu = ["--device", "gpu"] if run.gpus else []
+    train = training.step(1 if run.gpus else 0, root=run.out, label=folder.name, on_change="redo",
+                          identity_extra=on_gpu)
+    old_settings = " ".join([*run.data_args(), "--updates", str(run.updates)] +
+                            (["--train-seed", str(train_seed)] if train_seed != run.seed else []) + on_gpu)
+    recognised = train.legacy_done
+    train.legacy_done = lambda: recognised() and legacy.demo_settings(folder, old_settings)
+    steps = [train]
+    for test_set in TEST_SETS:
+        translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
+                                  out=folder / test_set, cpu=not run.gpus)
+        steps.append(translation.step(("src", "tgt"), root=run.out, label=folder.name, gpus=1 if run.gpus else 0))
+    return steps
+
+
+def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
+    testset = run.data / "testsets" / test_set
+    report = run.out / "report" / test_set
+    hyps = [systems[arch] / test_set / "hyp.txt" for arch in systems]
+    command = [PY, "-m", "analysis.report", "--source", testset / "seg.src", "--length-file", testset / "longer-side",
+               "--ref", testset / "raw.tgt", *[a for arch, hyp in zip(systems, hyps) for a in ("--system", f"{arch}={hyp}")],
+               "--baseline", next(iter(systems)), "--tokenize", "none", "--metrics", "bleu,ter",
+               "--edges", run.edges(test_set), "--train-limit", run.limit, "--bootstrap", 200, "--seed", run.seed,
+               "--title", f"Demo, {test_set}: trained on pairs of up to {run.limit} subword tokens (length: longer side)",
+               "--out-dir", OutDir(report)]
+    return Step("report", command, home=report, root=run.out, echo=False, title=f"report {test_set}",
+                inputs=[testset / "seg.src", testset / "longer-side", testset / "raw.tgt", *hyps])
+
+
+# ----------------------------------------------------------------------------------------
+# running it in phases: the data, the systems, the reports
+# ----------------------------------------------------------------------------------------
+class Phases:
+    """Runs groups of steps one after another under one lock, saying how long each took."""
+
+    def __init__(self, run: DemoRun, what: str, console: Optional[Console] = None):
+        self.run = run
+        self.console = console or Console()
+        self.lock = FolderLock([run.out], what)
+        self.start = time.monotonic()
+
+    def __enter__(self):
+        if not self.run.dry_run:
+            self.lock.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.__exit__(*exc)
+
+    def __call__(self, title: str, steps: Sequence[Step], keep_going: bool = False) -> Optional[Outcome]:
+        if self.run.dry_run:
+            print(f"# {title}")
+            print(describe(plan(steps)))
+            return None
+        began = time.monotonic()
+        executor = LocalExecutor(threads=self.run.threads, gpus=self.run.gpus, console=self.console)
+        outcome = executor.run(steps, keep_going=keep_going)
+        self.console.log(f"{title} took {time.monotonic() - began:.0f} s")
+        return outcome
+
+    def done(self) -> None:
+        if not self.run.dry_run:
+            self.console.log(f"done in {time.monotonic() - self.start:.0f} s")
+
+
+def demo_main(argv: Sequence[str]) -> int:
+    args = demo_parser("demo.sh", DEMO_SYSTEMS).parse_args(argv)
+    run = demo_run(args, args.systems)
+    check_archs("--systems", run.archs)
+    check_gpus(run.gpus)
+    refuse_unless_ours(run.data, "demo.settings")
+    for arch in run.archs:
+        refuse_unless_ours(run.out / arch, "demo.settings")
+    for test_set in TEST_SETS:
+        refuse_unless_ours(run.out / "report" / test_set, "demo.command")
+    systems = {arch: run.out / arch for arch in run.archs}
+    with Phases(run, command_line("demo.sh", argv)) as phase:
+        phase("preparing the data and the test sets", data_steps(run))
+        phase("training and translating", [s for arch in run.archs for s in system_steps(run, arch, run.seed, systems[arch])])
+        phase("the reports", [report_step(run, test_set, systems) for test_set in TEST_SETS])
+        phase.done()
+    if not run.dry_run:
+        for test_set in TEST_SETS:
+            print((run.out / "report" / test_set / "report.md").read_text(encoding="utf-8"))
+        for test_set in TEST_SETS:
+            print(f"report: {run.out / 'report' / test_set} (report.md, report.json, buckets.png, lengths.png)")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------
+# the leaderboard
+# ----------------------------------------------------------------------------------------
+def leaderboard_main(argv: Sequence[str]) -> int:
+    parser = demo_parser("leaderboard.sh", "")
+    parser.add_argument("--seeds", type=positive_int, default=2)
+    args = parser.parse_args(argv)
+    archs = args.systems or all_archs()
+    run = demo_run(args, archs)
+    check_archs("--systems", run.archs)
+    check_gpus(run.gpus)
+    seeds = [run.seed + k for k in range(args.seeds)]
+
+    def folder_of(arch: str, seed: int) -> Path:  # the first seed is the demo's own model
+        return run.out / arch if seed == run.seed else run.out / f"{arch}-seed{seed}"
+
+    refuse_unless_ours(run.data, "demo.settings")
+    for arch in run.archs:
+        for seed in seeds:
+            refuse_unless_ours(folder_of(arch, seed), "demo.settings")
+    for test_set in TEST_SETS:
+        refuse_unless_ours(run.out / "leaderboard" / test_set, "demo.command")
+    units = [(arch, seed) for seed in seeds for arch in run.archs]  # seed 1 of every system first
+    steps = {unit: system_steps(run, unit[0], unit[1], folder_of(*unit)) for unit in units}
+    with Phases(run, command_line("leaderboard.sh", argv)) as phase:
+        phase("preparing the data and the test sets", data_steps(run))
+        outcome = phase(f"training and translating {len(run.archs)} systems x {len(seeds)} seeds",
+                        [s for unit in units for s in steps[unit]], keep_going=True)
+        failures = {}
+        for unit in units:
+            errors = [outcome.error_of(s) for s in steps[unit]] if outcome else []
+            error = next((e for e in errors if e), None)
+            if error:
+                failures[unit] = f"seed {unit[1]}: {error[:300]}"
+                log(f"{unit[0]}: {failures[unit]}; the other systems went on")
+        phase("the boards", [board_step(run, test_set, units, folder_of, failures, len(seeds))
+                             for test_set in TEST_SETS])
+        phase.done()
+    if not run.dry_run:
+        for test_set in TEST_SETS:
+            print((run.out / "leaderboard" / test_set / "board.md").read_text(encoding="utf-8"))
+        for test_set in TEST_SETS:
+            print(f"board: {run.out / 'leaderboard' / test_set} (board.md, board.json, bleu.png, length_ratio.png)")
+    return 0
+
+
+def board_step(run: DemoRun, test_set: str, units, folder_of, failures: Dict, n_seeds: int) -> Step:
+    testset = run.data / "testsets" / test_set
+    board = run.out / "leaderboard" / test_set
+    args, inputs = [], []
+    for arch in dict.fromkeys(arch for arch, _ in units):
+        seeds = [seed for a, seed in units if a == arch]
+        hyps = [folder_of(arch, s) / test_set / "hyp.txt" for s in seeds if (arch, s) not in failures]
+        logs = [folder_of(arch, s) / "train.log" for s in seeds if (arch, s) not in failures]
+        if hyps:
+            args += ["--system", f"{arch}=" + ",".join(map(str, hyps))]
+            args += ["--train-log", f"{arch}=" + ",".join(map(str, logs))]
+        errors = [failures[(arch, s)] for s in seeds if (arch, s) in failures]
+        if errors:
+            args += ["--failed", f"{arch}=" + "; ".join(errors)]
+        inputs += hyps + logs
+    device = ", on GPUs (fp16)" if run.gpus else ""
+    command = [PY, "-m", "analysis.leaderboard", "--source", testset / "seg.src", "--length-file",
+               testset / "longer-side", "--ref", testset / "raw.tgt", *args, "--baseline", run.archs[0],
+               "--train-limit", run.limit, "--edges", run.edges(test_set), "--tokenize", "none", "--bootstrap", 1000,
+               "--seed", run.seed,
+               "--title", f"Leaderboard, demo {test_set}: trained on pairs of up to {run.limit} subword tokens, "
+                          f"{n_seeds} seed{'s' if n_seeds > 1 else ''}{device}",
+               "--out-dir", OutDir(board)]
+    return Step("board", command, home=board, root=run.out, echo=False, title=f"board {test_set}",
+                inputs=[testset / "seg.src", testset / "longer-side", testset / "raw.tgt", *inputs])
