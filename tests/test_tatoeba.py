@@ -5,8 +5,10 @@ The split and the refusals run on small files written here, in both export forma
 SMOKE=1 recipe runs end to end on every 85th pair of the real export in ../shared (skipped
 when it is absent) and checks the split of real data too.
 """
+import codecs
 import json
 import re
+import socket
 import sys
 import zipfile
 from pathlib import Path
@@ -193,3 +195,84 @@ def test_download_keeps_only_a_whole_zip_and_prints_its_sha256(tmp_path, capsys)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["got.zip", "site"]
     finally:
         server.shutdown()
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_no_part_of_the_sentences(tmp_path):
+    """An export saved by a Windows editor (a UTF-8 BOM, CRLF line ends) splits exactly as
+    the plain one: the BOM is not glued to the first English sentence."""
+    rows = synthetic_export()
+    plain = make_split(write_export(tmp_path / "deu.txt", rows), tmp_path / "plain")
+    windows = tmp_path / "windows.txt"
+    windows.write_bytes(codecs.BOM_UTF8 + "".join(f"{e}\t{d}\r\n" for e, d in rows).encode())
+    assert make_split(windows, tmp_path / "windows") == plain
+    assert tatoeba.parse_pairs(codecs.BOM_UTF8 + b"Come on.\tKomm schon.\n", "deu.txt") == \
+        [tatoeba.Pair("Come on.", "Komm schon.")]
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"Hi.\tHallo!\nCome\ron.\tKomm schon.\n",
+     r"deu.txt line 2: a line break '\\r' inside the line \(character 5\); expected one pair "
+     r"per line, each line ending in \\n or \\r\\n"),
+    ("Hi.\tHallo!\nGo.\tGeh\u2028weg.\r\n".encode(),
+     r"deu.txt line 2: a line break '\\u2028' inside the line \(character 8\)"),
+])
+def test_a_line_break_inside_a_line_is_refused_with_its_line(tmp_path, content, expected):
+    """Later tools (Python's text files, str.splitlines) would split such a line in two and
+    the two languages would no longer be line-parallel: refused by the check, by line."""
+    bad = tmp_path / "deu.txt"
+    bad.write_bytes(content)
+    with pytest.raises(SystemExit) as refused:
+        tatoeba.main(["check", "--from", str(bad)])
+    assert re.search(expected, str(refused.value.code)), refused.value.code
+
+
+@pytest.mark.parametrize("damage, expected", [
+    ("truncated", "a damaged or truncated archive"),
+    ("a flipped byte", "a damaged or truncated archive"),
+    ("a web page", "not a zip archive (it begins b'<html>"),
+])
+def test_a_damaged_zip_is_refused_as_such(tmp_path, damage, expected):
+    export = write_export(tmp_path / "deu.txt", synthetic_export())
+    archive = tmp_path / "deu-eng.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(export, "deu.txt")
+    data = archive.read_bytes()
+    middle = len(data) // 2
+    archive.write_bytes({"truncated": data[:middle],
+                         "a flipped byte": data[:middle] + bytes([data[middle] ^ 0xFF])
+                         + data[middle + 1:],
+                         "a web page": b"<html>please use a browser</html>"}[damage])
+    with pytest.raises(SystemExit) as refused:
+        tatoeba.main(["check", "--from", str(archive)])
+    message = str(refused.value.code)
+    assert message.startswith(f"error: {archive}: {expected}"), message
+    assert "expected the zip archive as downloaded" in message and "UTF-8" not in message
+
+
+def closed_port():
+    """A local port that nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_download_without_a_network_fails_in_one_line_saying_how_to_place_the_file(tmp_path):
+    out = tmp_path / "raw" / "deu-eng.zip"
+    url = f"http://127.0.0.1:{closed_port()}/deu-eng.zip"
+    proc = run([sys.executable, LIB / "tatoeba.py", "download", "--url", url, "--out", out],
+               env={"RELPOS_FETCH_RETRIES": "1"}, check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: could not download {url} ([Errno 111] Connection refused); download it with a "
+        f"web browser and save it as {out} (or pass it to prepare-tatoeba.sh --from), then re-run")
+    assert not out.exists() and not list(out.parent.glob("*"))
+
+
+def test_download_never_replaces_a_file(tmp_path):
+    mine = tmp_path / "deu-eng.zip"
+    mine.write_text("my notes")
+    with pytest.raises(SystemExit, match=f"{mine} exists; expected a new file for the download"):
+        tatoeba.main(["download", "--url", f"http://127.0.0.1:{closed_port()}/deu-eng.zip",
+                      "--out", str(mine)])
+    assert mine.read_text() == "my notes"

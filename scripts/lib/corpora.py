@@ -8,20 +8,25 @@ Used by scripts/prepare-wmt19-*.sh and scripts/build-test-sets.sh:
     corpora.py corpus  --pair de-en --name europarl --search DIR [--search DIR ...]
                        --raw-dir RAW --out-prefix PREFIX [--offline]
     corpora.py testset --pair de-en --name newstest2018 --search DIR ... --raw-dir RAW
-                       --out-prefix PREFIX [--offline]
+                       --out-prefix PREFIX [--offline] [--stand-in]
 
 ``corpus`` and ``testset`` write PREFIX.<src> and PREFIX.<tgt>: one segment per line, the two
 files line-parallel, every line break other than "\\n" (\\r, \\u2028, ...) turned into a space
 so that later line-based tools cannot split a segment in two.  They look for the data in the
 --search directories first (plain text files, or the archives exactly as distributed), then
 in RAW (earlier downloads); only then, unless --offline, they download the official archive
-into RAW.  Downloads go to NAME.part and are renamed when complete; outputs are written to
+into RAW.  Downloads go to NAME.part and are renamed when complete (the WMT19 dev.tgz and
+test.tgz only with the md5 sum that sacrebleu records for them); outputs are written to
 temporary names and renamed last, so a failed run never leaves a file that looks complete.
 A corpus that cannot be found exits with status 2 and a message naming the files wanted and
-where to get them.
+where to get them; a damaged archive, a failed download or a WMT test set whose size is not
+the official one (newstest2014 De-En: 3,003 segments) exits with status 1 and a message
+naming the file and what was expected.
 """
 import argparse
+import contextlib
 import gzip
+import hashlib
 import io
 import itertools
 import os
@@ -30,8 +35,10 @@ import shutil
 import sys
 import tarfile
 import time
+import urllib.error
 import urllib.request
 import zipfile
+import zlib
 
 EXIT_MISSING = 2
 
@@ -127,10 +134,13 @@ PAIRS = {
     },
 }
 
-# Test and development sets (WMT19 dev.tgz holds newstest2008-2018 and newsdev2017; test.tgz
-# holds newstest2019).  Expected sizes are checked (a warning, not an error).
-DEV_TGZ = "https://data.statmt.org/wmt19/translation-task/dev.tgz"
-TEST_TGZ = "https://data.statmt.org/wmt19/translation-task/test.tgz"
+# Test and development sets: the WMT19 archives that hold them (dev.tgz: newstest2008-2018
+# and newsdev2017; test.tgz: newstest2019), each with the sacrebleu dataset that records its
+# md5 sum, and the official number of segments of each set, which a set must have.
+TESTSET_ARCHIVES = {
+    "dev.tgz": ("https://data.statmt.org/wmt19/translation-task/dev.tgz", "wmt19/dev"),
+    "test.tgz": ("https://data.statmt.org/wmt19/translation-task/test.tgz", "wmt19"),
+}
 EXPECTED_LINES = {
     "de-en": {"newstest2008": 2051, "newstest2009": 2525, "newstest2010": 2489,
               "newstest2011": 3003, "newstest2012": 3003, "newstest2013": 3000,
@@ -140,7 +150,12 @@ EXPECTED_LINES = {
               "newstest2019": 2000},
 }
 
-_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Every character but "\n" on which Python's str.splitlines() (and so some line-based tools)
+# ends a line.
+LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+# What reading a damaged or truncated zip, tar or gzip file raises.
+DAMAGED_ARCHIVE = (zipfile.BadZipFile, tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error)
 
 
 def log(msg):
@@ -151,7 +166,7 @@ def clean_line(raw):
     """One segment: bytes or str without its newline -> str with no line-break characters."""
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
-    return _BREAKS.sub(" ", raw.rstrip("\n")).strip()
+    return LINE_BREAKS.sub(" ", raw.rstrip("\n")).strip()
 
 
 def iter_lines(fh):
@@ -208,14 +223,20 @@ def write_parallel(writer, src_lines, tgt_lines, what):
 # --------------------------------------------------------------------------------------
 # Downloads
 # --------------------------------------------------------------------------------------
-def fetch(url, dest, retries=None):
-    """Download URL to DEST via DEST.part (resumed when possible), renamed when complete."""
+def fetch(url, dest, retries=None, md5=None, by_hand=None):
+    """Download URL to DEST via DEST.part (resumed when possible), renamed when complete and,
+    if MD5 is given, only when the download has that md5 sum.  A download that fails every
+    attempt exits with one line: what failed, and BY_HAND, how to place the file instead
+    (by default: into DEST's folder or a --local-dir)."""
     if os.path.exists(dest):
         return dest
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     part = dest + ".part"
     if retries is None:
         retries = int(os.environ.get("RELPOS_FETCH_RETRIES", "3"))
+    if by_hand is None:
+        by_hand = (f"fetch it by hand into {os.path.dirname(os.path.abspath(dest))} "
+                   f"(or a --local-dir) and re-run")
     for attempt in range(1, retries + 1):
         have = os.path.getsize(part) if os.path.exists(part) else 0
         req = urllib.request.Request(url, headers={"User-Agent": "fairseq-relpos/0.1"})
@@ -231,16 +252,65 @@ def fetch(url, dest, retries=None):
                     shutil.copyfileobj(resp, out, length=1 << 20)
             if total is not None and mode == "wb" and os.path.getsize(part) != int(total):
                 raise OSError(f"short download: {os.path.getsize(part)} of {total} bytes")
+            if md5 is not None:
+                got = md5sum(part)
+                if got != md5:
+                    os.remove(part)  # complete but not the file wanted: nothing to resume
+                    raise OSError(f"the download has md5 {got}, expected {md5}")
             os.replace(part, dest)
             return dest
         except Exception as exc:  # network errors: retry, keep the .part for resuming
-            log(f"download failed ({exc}); attempt {attempt} of {retries}")
             if attempt >= retries:
-                raise SystemExit(f"error: could not download {url}: {exc}\n"
-                                 f"  fetch it by hand into {os.path.dirname(dest)} "
-                                 f"(or a --local-dir) and re-run")
+                raise SystemExit(f"error: could not download {url} ({why(exc)}); "
+                                 f"{by_hand}") from None
+            log(f"download failed ({why(exc)}); attempt {attempt + 1} of {retries} "
+                f"in {5 * attempt} s")
             time.sleep(5 * attempt)
     return dest
+
+
+def why(exc):
+    """What went wrong in a download, in a few words."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, urllib.error.URLError):
+        return str(exc.reason)
+    return str(exc)
+
+
+def md5sum(path):
+    digest = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sacrebleu_md5(dataset, archive):
+    """The md5 sum that sacrebleu records for ARCHIVE (a file name), a download of its DATASET."""
+    import sacrebleu
+    from sacrebleu.dataset import DATASETS
+
+    entry = DATASETS.get(dataset)
+    # sacrebleu 2.0 and 2.1 keep a dataset as a dict, later versions as an object
+    urls, sums = ((entry["data"], entry.get("md5")) if isinstance(entry, dict)
+                  else (getattr(entry, "data", ()), getattr(entry, "md5", None)))
+    for url, md5 in zip(urls, sums or ()):
+        if url.rsplit("/", 1)[-1] == archive:
+            return md5
+    raise SystemExit(f"error: sacrebleu {sacrebleu.__version__} records no md5 sum for {archive} "
+                     f"in its dataset {dataset}; expected one to check the download against")
+
+
+@contextlib.contextmanager
+def refusing_damaged_archive(path, expected):
+    """Reading the archive PATH inside this block: a damaged or truncated archive exits with
+    an error naming PATH and what was EXPECTED, instead of a traceback."""
+    try:
+        yield
+    except DAMAGED_ARCHIVE as exc:
+        raise SystemExit(f"error: {path}: a damaged or truncated archive ({exc}); "
+                         f"expected {expected}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -437,7 +507,8 @@ def _extract_corpus(spec, name, src, tgt, search, raw_dir, writer, offline, pair
             return writer.n
         if zips:
             for z in zips:
-                with zipfile.ZipFile(z) as zf:
+                with refusing_damaged_archive(z, "a CWMT sub-corpus zip as distributed, whole"), \
+                        zipfile.ZipFile(z) as zf:
                     names = zf.namelist()
                     for n_src in sorted(names):
                         m = re.match(r"(.*)_(ch|cn)\.txt$", n_src)
@@ -460,6 +531,14 @@ def _extract_corpus(spec, name, src, tgt, search, raw_dir, writer, offline, pair
             missing(pair, name, spec, dirs, offline)
         path = fetch(spec["url"], os.path.join(raw_dir, archive))
     log(f"{name}: reading {path}")
+    expected = f"{archive} as distributed, whole ({spec.get('url') or spec['title']})"
+    with refusing_damaged_archive(path, expected):
+        return _read_archive(spec, name, src, path, raw_dir, writer)
+
+
+def _read_archive(spec, name, src, path, raw_dir, writer):
+    """The pairs of corpus NAME from its archive as distributed (tsv.gz, tgz or zip)."""
+    archive = spec["archive"]
     if "tsv" in spec:
         si, ti = spec["tsv"]
         if src == "zh":  # make sure the Chinese column is the source column
@@ -513,35 +592,60 @@ def _find_testset(search, name, src, tgt):
     return None
 
 
-def unpack(tgz, dest):
+def unpack(tgz, dest, expected):
+    """Unpack the archive TGZ into the folder DEST (through DEST.tmp.PID, renamed when
+    complete); a damaged archive exits naming it and what was EXPECTED."""
     if os.path.isdir(dest):
         return dest
     tmp = f"{dest}.tmp.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     log(f"unpacking {tgz}")
-    with tarfile.open(tgz) as tf:
-        for m in tf.getmembers():
-            if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in m.name.split("/"):
-                continue
-            tf.extract(m, tmp)
-    os.replace(tmp, dest)
+    try:
+        with refusing_damaged_archive(tgz, expected), tarfile.open(tgz) as tf:
+            for m in tf.getmembers():
+                if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in m.name.split("/"):
+                    continue
+                tf.extract(m, tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return dest
 
 
-def extract_testset(pair, name, dirs, raw_dir, prefix, offline):
+def size_note(pair, name, n, files, stand_in):
+    """A WMT set must have its official number of segments (a set of another size is another
+    release or a part of it: sacrebleu's wmt14 newstest2014 has 2,737 of the 3,003), unless
+    it is a deliberate STAND_IN; what the log adds to its size."""
+    expected = EXPECTED_LINES.get(pair, {}).get(name)
+    if expected is None or n == expected:
+        return ""
+    if stand_in:
+        return f" (a stand-in: the official set has {expected})"
+    raise SystemExit(f"error: {' and '.join(files)} hold {n:,} segments, but the official {pair} "
+                     f"{name} has {expected:,} (another release, or a part of it?); expected the "
+                     f"WMT19 release of {name}, or pass --stand-in for a deliberate cut")
+
+
+def extract_testset(pair, name, dirs, raw_dir, prefix, offline, stand_in):
     info = PAIRS[pair]
     src, tgt = info["src"], info["tgt"]
     search = list(dirs) + [raw_dir]
     hit = _find_testset(search, name, src, tgt)
     tarball = "test.tgz" if name.endswith("2019") else "dev.tgz"
-    url = TEST_TGZ if tarball == "test.tgz" else DEV_TGZ
+    url, dataset = TESTSET_ARCHIVES[tarball]
     if hit is None:
         local_tgz = find_file(search, tarball, depth=1)
         if local_tgz is None and not offline:
-            local_tgz = fetch(url, os.path.join(raw_dir, tarball))
+            md5 = sacrebleu_md5(dataset, tarball)
+            local_tgz = fetch(url, os.path.join(raw_dir, tarball), md5=md5,
+                              by_hand=f"download it by hand (md5 {md5}) into {raw_dir} or a "
+                                      f"--local-dir, or put {name}'s plain text files there, "
+                                      f"and re-run")
         if local_tgz is not None:
-            unpacked = unpack(local_tgz, os.path.join(raw_dir, tarball.replace(".tgz", "")))
+            unpacked = unpack(local_tgz, os.path.join(raw_dir, tarball.replace(".tgz", "")),
+                              f"the WMT19 {tarball} as distributed, whole ({url})")
             hit = _find_testset([unpacked], name, src, tgt)
     if hit is None:
         wanted = "; ".join(f"{s} + {t}" for _, s, t in testset_candidates(name, src, tgt))
@@ -556,12 +660,11 @@ def extract_testset(pair, name, dirs, raw_dir, prefix, offline):
     writer = PairWriter(prefix, src, tgt)
     try:
         write_parallel(writer, read(ps), read(pt), name)
+        note = size_note(pair, name, writer.n, (ps, pt), stand_in)
         n = writer.commit()
     except BaseException:
         writer.abort()
         raise
-    expected = EXPECTED_LINES.get(pair, {}).get(name)
-    note = "" if expected in (None, n) else f" (WARNING: the official {name} has {expected})"
     log(f"{pair} {name}: {n} lines from {ps}{note}")
 
 
@@ -582,6 +685,11 @@ def main(argv=None):
         p.add_argument("--raw-dir", required=True)
         p.add_argument("--out-prefix", required=True)
         p.add_argument("--offline", action="store_true")
+        if cmd == "testset":
+            p.add_argument("--stand-in", action="store_true",
+                           default=os.environ.get("SMOKE") == "1",
+                           help="the files are a deliberate cut of the set: accept any number "
+                                "of segments (the default under SMOKE=1, whose runs cut every set)")
     a = ap.parse_args(argv)
     if hasattr(a, "search"):
         a.search = [d for d in a.search if d]
@@ -594,7 +702,7 @@ def main(argv=None):
     elif a.cmd == "corpus":
         extract_corpus(a.pair, a.name, a.search, a.raw_dir, a.out_prefix, a.offline)
     else:
-        extract_testset(a.pair, a.name, a.search, a.raw_dir, a.out_prefix, a.offline)
+        extract_testset(a.pair, a.name, a.search, a.raw_dir, a.out_prefix, a.offline, a.stand_in)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,11 @@ check the file, split it by sentence group, or download the current export.
     python tatoeba.py download --out FILE
 
 FILE is deu.txt (one pair per line, English<TAB>German, newer exports with a third,
-attribution column, which is ignored) or the deu-eng.zip that holds it.
+attribution column, which is ignored) or the deu-eng.zip that holds it.  A UTF-8 byte-order
+mark at the start of the file is dropped; a line break inside a line (a \r that does not end
+a CRLF line, or \v, \f, U+0085, U+2028, ...: every character on which Python's
+str.splitlines() ends a line) is refused with its line number, so that every later
+line-based tool sees the lines that were checked.
 
 The split keeps every sentence on one side: pairs are grouped by shared English *or* German
 sentence (one English sentence often has several German translations, and a German one
@@ -21,18 +25,21 @@ mixes lengths); train and dev keep the file's order.  Every choice comes from --
 """
 
 import argparse
+import codecs
 import hashlib
 import json
 import os
 import random
 import shutil
 import sys
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 
+from corpora import LINE_BREAKS, fetch, refusing_damaged_archive
+
 EXPORT_URL = "https://www.manythings.org/anki/deu-eng.zip"
 MEMBER = "deu.txt"
+ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member; an empty zip
 SPLITS = ("train", "dev", "test")
 
 
@@ -50,20 +57,26 @@ def read_bytes(path):
     """(bytes of the pairs file, the name to cite in messages)."""
     if not os.path.isfile(path):
         raise MalformedFile(f"{path}: no such file (expected deu.txt or deu-eng.zip)")
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.namelist() if os.path.basename(m) == MEMBER]
-            if len(members) != 1:
-                raise MalformedFile(f"{path}: expected one {MEMBER} in the zip archive, "
-                                    f"found {len(members)} among {archive.namelist()}")
-            return archive.read(members[0]), f"{path}:{members[0]}"
     with open(path, "rb") as f:
-        return f.read(), path
+        data = f.read()
+    # by content, not by zipfile.is_zipfile, which calls a truncated zip no zip at all
+    if not data.startswith(ZIP_SIGNATURES):
+        if path.endswith(".zip"):
+            raise MalformedFile(f"{path}: not a zip archive (it begins {data[:16]!r}); expected "
+                                f"the zip archive as downloaded, or the {MEMBER} it holds")
+        return data, path
+    with refusing_damaged_archive(path, f"the zip archive as downloaded, whole, or the {MEMBER} "
+                                        f"it holds"), zipfile.ZipFile(path) as archive:
+        members = [m for m in archive.namelist() if os.path.basename(m) == MEMBER]
+        if len(members) != 1:
+            raise MalformedFile(f"{path}: expected one {MEMBER} in the zip archive, "
+                                f"found {len(members)} among {archive.namelist()}")
+        return archive.read(members[0]), f"{path}:{members[0]}"
 
 
 def parse_pairs(data, name):
     """Every line as a Pair; a malformed line raises MalformedFile naming it."""
-    lines = data.split(b"\n")
+    lines = data.removeprefix(codecs.BOM_UTF8).split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the final newline
     if not lines:
@@ -76,6 +89,12 @@ def parse_pairs(data, name):
         except UnicodeDecodeError as e:
             raise MalformedFile(f"{name} line {number}: byte {e.start + 1} is not UTF-8 "
                                 f"({raw[e.start:e.start + 1]!r}); expected UTF-8 text") from None
+        inner_break = LINE_BREAKS.search(line)
+        if inner_break:
+            raise MalformedFile(
+                f"{name} line {number}: a line break {inner_break.group()!r} inside the line "
+                f"(character {inner_break.start() + 1}); expected one pair per line, each line "
+                f"ending in \\n or \\r\\n: {line[:80]!r}")
         fields = line.split("\t")
         if len(fields) not in (2, 3):
             raise MalformedFile(
@@ -205,19 +224,21 @@ def split_command(args):
 
 
 def download_command(args):
-    request = urllib.request.Request(args.url, headers={"User-Agent": "fairseq-relpos"})
-    tmp = f"{args.out}.tmp.{os.getpid()}"
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response, open(tmp, "wb") as f:
-            shutil.copyfileobj(response, f)
-        if not zipfile.is_zipfile(tmp):
-            raise MalformedFile(f"{args.url} did not send a zip archive")
-        os.rename(tmp, args.out)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """ARGS.url to ARGS.out through corpora.fetch (ARGS.out.part, resumed by a re-run); kept
+    only if it is a zip archive."""
+    if os.path.exists(args.out):
+        raise MalformedFile(f"{args.out} exists; expected a new file for the download "
+                            f"(give it as --from, or move it away)")
+    by_hand = (f"download it with a web browser and save it as {os.path.abspath(args.out)} "
+               f"(or pass it to prepare-tatoeba.sh --from), then re-run")
+    fetch(args.url, args.out, by_hand=by_hand)
     with open(args.out, "rb") as f:
-        print(f"downloaded {args.url} to {args.out} (sha256 {sha256(f.read())})")
+        data = f.read()
+    if not zipfile.is_zipfile(args.out):
+        os.remove(args.out)  # what this download just wrote, not a file of the user's
+        raise MalformedFile(f"{args.url} did not send a zip archive, or not all of it (it "
+                            f"began {data[:16]!r}); {by_hand}")
+    print(f"downloaded {args.url} to {args.out} (sha256 {sha256(data)})")
 
 
 def main(argv=None):

@@ -1,0 +1,187 @@
+"""scripts/lib/corpora.py, the WMT data: a test set is used only at its official size, the
+downloaded dev.tgz/test.tgz only with the md5 sum sacrebleu records for it, a failed
+download ends in one line saying what to do, and a damaged archive is refused by name.
+
+Runs corpora.py as the preparation scripts do (python corpora.py ...) on small files written
+here; one test checks the official sizes against the real newstest files in ../shared
+(skipped when they are absent).
+"""
+import gzip
+import hashlib
+import http.server
+import io
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+import zipfile
+from functools import partial
+
+import pytest
+
+from conftest import REPO_ROOT, shared_path
+
+LIB = REPO_ROOT / "scripts" / "lib"
+sys.path.insert(0, str(LIB))
+import corpora  # noqa: E402
+
+
+def corpora_py(*args, env=None):
+    """`python corpora.py ARGS` outside a SMOKE=1 run; the CompletedProcess."""
+    full_env = {k: v for k, v in os.environ.items() if k != "SMOKE"}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, LIB / "corpora.py", *map(str, args)],
+                          capture_output=True, text=True, env=full_env)
+
+
+def run_testset(name, local, tmp_path, *options, env=None):
+    """corpora.py testset for De->En NAME from the folder LOCAL, offline; (process, prefix)."""
+    prefix = tmp_path / "orig" / name
+    proc = corpora_py("testset", "--pair", "de-en", "--name", name, "--search", local,
+                      "--raw-dir", tmp_path / "raw", "--out-prefix", prefix, "--offline",
+                      *options, env=env)
+    return proc, prefix
+
+
+def write_lines(path, n, word):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{word} {i} .\n" for i in range(n)), encoding="utf-8")
+
+
+def tgz(path, members):
+    """A .tgz of {member name: text}."""
+    with tarfile.open(path, "w:gz") as archive:
+        for member, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    return path
+
+
+def test_a_test_set_of_another_size_is_an_error_naming_its_files_and_the_official_size(tmp_path):
+    """sacrebleu's wmt14 newstest2014 (2,737 of the 3,003 segments) in place of the WMT19 one
+    would silently make newstest_all 27,809 pairs instead of 28,075."""
+    local = tmp_path / "local"
+    for lang, word in (("de", "Satz"), ("en", "sentence")):
+        write_lines(local / f"newstest2014.{lang}", 2737, word)
+    proc, prefix = run_testset("newstest2014", local, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: {local}/newstest2014.de and {local}/newstest2014.en hold 2,737 segments, but "
+        f"the official de-en newstest2014 has 3,003 (another release, or a part of it?); "
+        f"expected the WMT19 release of newstest2014, or pass --stand-in for a deliberate cut")
+    assert not list(prefix.parent.glob("*"))  # no output, not even a temporary one
+    # a deliberate cut: --stand-in, which SMOKE=1 (whose runs cut every set) implies
+    for options, env in (("--stand-in",), None), ((), {"SMOKE": "1"}):
+        proc, prefix = run_testset("newstest2014", local, tmp_path, *options, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert (f"de-en newstest2014: 2737 lines from {local}/newstest2014.de (a stand-in: the "
+                f"official set has 3003)") in proc.stderr
+        assert len(prefix.with_suffix(".en").read_text().splitlines()) == 2737
+    for lang, word in (("de", "Satz"), ("en", "sentence")):
+        write_lines(local / f"newstest2014.{lang}", 3003, word)
+    proc, prefix = run_testset("newstest2014", local, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(prefix.with_suffix(".de").read_text().splitlines()) == 3003
+
+
+def test_the_official_sizes_are_those_of_the_real_test_sets(tmp_path):
+    newstest = shared_path("data", "wmt-newstest")
+    for pair, sizes in corpora.EXPECTED_LINES.items():
+        for name, size in sizes.items():
+            if not (newstest / pair / f"{name}.en").exists():
+                continue  # newsdev2017 is not among them
+            proc = corpora_py("testset", "--pair", pair, "--name", name, "--search",
+                              newstest / pair, "--raw-dir", tmp_path / "raw", "--out-prefix",
+                              tmp_path / pair / name, "--offline")
+            assert proc.returncode == 0, proc.stderr
+            assert f"{pair} {name}: {size} lines from" in proc.stderr
+    newstest_all = [f"newstest{year}" for year in range(2008, 2019) if year != 2015]
+    assert sum(corpora.EXPECTED_LINES["de-en"][name] for name in newstest_all) == 28075
+
+
+@pytest.fixture
+def web_server(tmp_path):
+    """A local web server of the folder tmp_path/site; its base URL."""
+    site = tmp_path / "site"
+    site.mkdir()
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_downloaded_test_set_archive_must_have_the_md5_sacrebleu_records(tmp_path, web_server,
+                                                                          monkeypatch):
+    assert corpora.sacrebleu_md5("wmt19/dev", "dev.tgz") == "f2ec7af5947c19e0cacb3882eb208002"
+    assert corpora.sacrebleu_md5("wmt19", "test.tgz") == "84de7162d158e28403103b01aeefc39a"
+    # a dev.tgz that is not WMT19's, served where the preparation downloads it from
+    served = tgz(tmp_path / "site" / "dev.tgz", {"dev/newstest2014.de": "Satz\n",
+                                                 "dev/newstest2014.en": "Sentence\n"})
+    monkeypatch.setitem(corpora.TESTSET_ARCHIVES, "dev.tgz", (f"{web_server}/dev.tgz", "wmt19/dev"))
+    monkeypatch.setenv("RELPOS_FETCH_RETRIES", "1")
+    monkeypatch.delenv("SMOKE", raising=False)
+    raw = tmp_path / "raw"
+    with pytest.raises(SystemExit) as refused:
+        corpora.main(["testset", "--pair", "de-en", "--name", "newstest2014", "--raw-dir",
+                      str(raw), "--out-prefix", str(tmp_path / "orig" / "newstest2014")])
+    got = hashlib.md5(served.read_bytes()).hexdigest()
+    assert str(refused.value.code) == (
+        f"error: could not download {web_server}/dev.tgz (the download has md5 {got}, expected "
+        f"f2ec7af5947c19e0cacb3882eb208002); download it by hand (md5 "
+        f"f2ec7af5947c19e0cacb3882eb208002) into {raw} or a --local-dir, or put newstest2014's "
+        f"plain text files there, and re-run")
+    assert not list(raw.glob("*")) and not (tmp_path / "orig").exists()
+    # the same download with the md5 it has is kept
+    kept = corpora.fetch(f"{web_server}/dev.tgz", str(raw / "dev.tgz"), md5=got)
+    assert open(kept, "rb").read() == served.read_bytes() and not list(raw.glob("*.part"))
+
+
+def test_a_failed_download_is_one_line_saying_what_to_do(tmp_path):
+    with socket.socket() as probe:  # a port that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/dev.tgz"
+    dest = tmp_path / "raw" / "dev.tgz"
+    proc = corpora_py("fetch", url, dest, "--retries", "1")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: could not download {url} ([Errno 111] Connection refused); fetch it by hand "
+        f"into {dest.parent} (or a --local-dir) and re-run")
+
+
+def test_a_damaged_archive_is_refused_by_name(tmp_path):
+    local = tmp_path / "local"
+    local.mkdir()
+    text = "".join(f"Satz {i}\tsentence {i}\n" for i in range(5000))
+    with gzip.open(local / "europarl-v9.de-en.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write(text)
+    with zipfile.ZipFile(local / "rapid2019.de-en.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("rapid2019.de-en.de", text)
+        z.writestr("rapid2019.de-en.en", text)
+    refusals = {}
+    for name, archive in (("europarl", "europarl-v9.de-en.tsv.gz"),
+                          ("rapid", "rapid2019.de-en.zip")):
+        truncate(local / archive)
+        proc = corpora_py("corpus", "--pair", "de-en", "--name", name, "--search", local,
+                          "--raw-dir", tmp_path / "raw", "--out-prefix",
+                          tmp_path / "orig" / f"train.{name}", "--offline")
+        refusals[archive] = proc
+    truncate(tgz(local / "dev.tgz", {"dev/newstest2014.de": text, "dev/newstest2014.en": text}))
+    refusals["dev.tgz"], _ = run_testset("newstest2014", local, tmp_path)
+    for archive, proc in refusals.items():
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.splitlines()[-1].startswith(
+            f"error: {local / archive}: a damaged or truncated archive ("), proc.stderr
+        assert f"expected {archive} as distributed, whole" in proc.stderr or \
+            f"expected the WMT19 {archive} as distributed, whole" in proc.stderr
+    assert not list(tmp_path.glob("orig/*")) and not list(tmp_path.glob("raw/**/*.tmp*"))
