@@ -55,7 +55,6 @@ setup(
         "sentencepiece",
         "subword-nmt",
         "sacremoses",
-        "pandas",
         "matplotlib",
     ],
     extras_require={"test": ["pytest", "pytest-xdist"]},

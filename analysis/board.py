@@ -14,10 +14,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .buckets import Bucket
-from .evaluate import LengthReport, check_baseline, evaluate_by_length
+from .buckets import Bucket, bucket_members
+from .evaluate import LengthReport, check_baseline, check_resampling, evaluate_by_length
 from .io import InputError
-from .metrics import MetricConfig, sentence_statistics
+from .metrics import MetricConfig, segment_signature, sentence_statistics, signature
 
 METRICS = ("bleu", "ter")
 
@@ -63,6 +63,22 @@ _PARAMETERS = re.compile(r"num\. shared model params: ([\d,]+)")
 # fairseq's progress lines ("| train_inner | ... ups=0.71, ...", every --log-interval
 # updates) and its end-of-epoch summaries ("| train | epoch 001 | ... | ups 0.71 | ...")
 _UPDATES_PER_SECOND = re.compile(r"\| train(?:_inner)? \|.*\bups[= ]([\d.]+)")
+
+
+# Lines that only fairseq-train writes: its loggers' names, its parameter count, its
+# progress and epoch lines, its usage error.
+_FAIRSEQ_TRAIN_LINE = re.compile(
+    r"\| (fairseq_cli\.train|fairseq\.trainer|train_inner|train|valid) \||"
+    r"num\. shared model params|fairseq-train: error"
+)
+
+
+def check_training_log(lines: Sequence[str], path, option: str) -> None:
+    """Refuse a file with no line of fairseq-train's: its numbers would silently be none."""
+    if not any(_FAIRSEQ_TRAIN_LINE.search(line) for line in lines):
+        raise InputError(f"{option}: {path} is not a fairseq-train log (no line has '| "
+                         "fairseq_cli.train |', '| train_inner |', '| train |' or 'num. shared "
+                         "model params'); expected the log fairseq-train wrote (train.log)")
 
 
 def training_info(logs: Sequence[Sequence[str]]) -> TrainingInfo:
@@ -114,9 +130,15 @@ class Board:
     n_bootstrap: int
     seed: int
     signatures: Dict[str, str]
+    metrics: List[str]  # METRICS, then the segment-score metrics
+    baseline_failure: Optional[str] = None  # why the baseline has no translations (no tests)
 
     def row(self, system: str) -> BoardRow:
         return next(row for row in self.rows if row.system == system)
+
+    @property
+    def has_tests(self) -> bool:
+        return self.n_bootstrap > 0 and self.baseline_failure is None
 
 
 def build_board(
@@ -132,34 +154,50 @@ def build_board(
     n_bootstrap: int = 1000,
     seed: int = 12345,
     workers: int = 1,
+    segment_scores: Optional[Dict[str, Dict[str, List[Sequence[float]]]]] = None,
 ) -> Board:
     """The leaderboard of ``systems`` (name -> one list of translations per seed).
 
     ``failures`` names systems whose seeds failed (training or translation) and why: a
-    system with no translations at all is listed, unranked, with its failure.  ``training``
+    system with no translations at all is listed, unranked, with its failure; so is a
+    baseline without translations, and the board then has no paired tests.  ``training``
     gives each system's parameter count and step time.  Systems are ranked by their mean
     BLEU over seeds on every pair longer than ``train_limit``.  Each seed's sentence
     statistics are computed once (in ``workers`` processes) and serve every grouping and the
-    pooled test.
+    pooled test.  ``segment_scores`` maps a metric computed elsewhere to each system's
+    sentence scores, one list per seed (see evaluate_by_length).
     """
     failures, training = dict(failures or {}), dict(training or {})
+    segment_scores = dict(segment_scores or {})
     names = list(systems) + [name for name in failures if name not in systems]
-    check_baseline(baseline, list(systems))
-    baseline = baseline or next(iter(systems), None)
-    if baseline is None:
-        raise InputError("no system has translations to score")
+    if not names:
+        raise InputError("no system to put on the board")
+    check_baseline(baseline, names)
+    baseline = baseline or next(iter(systems), names[0])
     for name, seeds in systems.items():
         if not seeds:
             raise InputError(f"{name}: no translations (list it as a failure instead)")
+    for metric, by_system in segment_scores.items():
+        for name, seeds in systems.items():
+            if len(by_system.get(name, [])) != len(seeds):
+                raise InputError(f"{metric}: {len(by_system.get(name, []))} files of segment "
+                                 f"scores for {name}, which has {len(seeds)} seeds")
+    baseline_failure = None if baseline in systems else failures[baseline]
+    tested = n_bootstrap > 0 and baseline_failure is None
+    if tested:
+        pooled_sentences = len(lengths) * max(len(seeds) for seeds in systems.values())
+        check_resampling(n_bootstrap, 1, seed, pooled_sentences)
+    metrics = list(METRICS) + list(segment_scores)
     beyond = Bucket(train_limit + 1, None)
     halves = [Bucket(0, train_limit), beyond]
     configs = [MetricConfig(metric, tokenize) for metric in METRICS]
-    seeds = _seeds(systems)
+    seeds = _seeds(systems, segment_scores)
     stats = [sentence_statistics(configs, [references], hyps, workers)
-             for hyps in seeds]  # [seed k][metric][system]: sentences x statistics
+             for hyps, _ in seeds]  # [seed k][metric][system]: sentences x statistics
     per_seed = _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats)
-    pooled = _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
-                           n_bootstrap, seed, stats)
+    pooled = (_pooled_tests(lengths, references, systems, segment_scores, baseline, buckets,
+                            halves, tokenize, n_bootstrap, seed, stats)
+              if tested else {name: [] for name in systems})
     base_time = training.get(baseline, TrainingInfo()).seconds_per_update
     rows = []
     for name in names:
@@ -173,54 +211,61 @@ def build_board(
         rows.append(BoardRow(
             system=name,
             seeds=len(systems[name]),
-            cells=[_cell([r[0] for r in reports], [p[0] for p in pooled[name]], bucket, name, baseline)
+            cells=[_cell([r[0] for r in reports], [p[0] for p in pooled[name]], bucket, name,
+                         baseline, metrics)
                    for bucket in buckets],
-            beyond=_cell([r[1] for r in reports], [p[1] for p in pooled[name]], beyond, name, baseline),
+            beyond=_cell([r[1] for r in reports], [p[1] for p in pooled[name]], beyond, name,
+                         baseline, metrics),
             training=info,
             step_time_ratio=ratio,
             failure=failures.get(name),
         ))
     _rank(rows)
-    first = per_seed[baseline][0]
-    # the pooled test's signatures name its resampling too
-    signatures = (pooled[baseline] or [first])[0][0].signatures
+    resampling = {"bs": n_bootstrap, "seed": seed} if tested else {}
+    signatures = {config.name: signature(config, 1, **resampling) for config in configs}
+    signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
     return Board(
-        baseline=baseline, train_limit=train_limit, buckets=list(buckets), sizes=first[0].sizes,
-        beyond=beyond, beyond_size=first[1].sizes[1], rows=rows, n_bootstrap=n_bootstrap,
-        seed=seed, signatures=signatures,
+        baseline=baseline, train_limit=train_limit, buckets=list(buckets),
+        sizes=[len(members) for members in bucket_members(lengths, buckets)], beyond=beyond,
+        beyond_size=sum(length > train_limit for length in lengths), rows=rows,
+        n_bootstrap=n_bootstrap, seed=seed, signatures=signatures, metrics=metrics,
+        baseline_failure=baseline_failure,
     )
 
 
-def _seeds(systems):
-    """Seed k's translations of every system that has a seed k, for k = 0, 1, ..."""
-    return [{name: seeds[k] for name, seeds in systems.items() if k < len(seeds)}
-            for k in range(max(len(seeds) for seeds in systems.values()))]
+def _seeds(systems, segment_scores):
+    """Seed k's translations of every system that has a seed k, and their segment scores
+    (metric -> system -> scores), for k = 0, 1, ..."""
+    most = max((len(seeds) for seeds in systems.values()), default=0)
+    return [({name: seeds[k] for name, seeds in systems.items() if k < len(seeds)},
+             {metric: {name: scores[k] for name, scores in by_system.items() if k < len(scores)}
+              for metric, by_system in segment_scores.items()})
+            for k in range(most)]
 
 
 def _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats):
     """name -> [(report on the buckets, report on within/beyond the limit)] per seed, without
     resampling; all systems' seed k (``seeds[k]``) are scored together."""
-    reports: Dict[str, list] = {name: [] for name in seeds[0]}
-    for hyps, seed_stats in zip(seeds, stats):
+    reports: Dict[str, list] = {}
+    for (hyps, scores), seed_stats in zip(seeds, stats):
         by_bucket, by_half = (
             evaluate_by_length(lengths, [references], hyps, groups, metrics=METRICS,
-                               tokenize=tokenize, n_bootstrap=0, statistics=seed_stats)
+                               tokenize=tokenize, n_bootstrap=0, statistics=seed_stats,
+                               segment_scores=scores)
             for groups in (buckets, halves)
         )
         for name in hyps:
-            reports[name].append((by_bucket, by_half))
+            reports.setdefault(name, []).append((by_bucket, by_half))
     return reports
 
 
-def _pooled_tests(lengths, references, systems, baseline, buckets, halves, tokenize,
-                  n_bootstrap, seed, stats):
+def _pooled_tests(lengths, references, systems, segment_scores, baseline, buckets, halves,
+                  tokenize, n_bootstrap, seed, stats):
     """name -> [(report on the buckets, report on the halves)] of the seeds pooled with the
-    baseline's (a list of one, or empty without resampling).  Systems with the same number
-    of seeds share one evaluation; a system with more seeds than the baseline pools only as
-    many as the baseline has.  A pooled set's statistics are its seeds' rows, stacked."""
+    baseline's (a list of one).  Systems with the same number of seeds share one
+    evaluation; a system with more seeds than the baseline pools only as many as the
+    baseline has.  A pooled set's statistics are its seeds' rows, stacked."""
     pooled: Dict[str, list] = {name: [] for name in systems}
-    if n_bootstrap == 0:
-        return pooled
     by_count: Dict[int, List[str]] = {}
     for name, seeds in systems.items():
         by_count.setdefault(min(len(seeds), len(systems[baseline])), []).append(name)
@@ -230,10 +275,14 @@ def _pooled_tests(lengths, references, systems, baseline, buckets, halves, token
         pooled_stats = {metric: {name: np.concatenate([stats[k][metric][name] for k in range(count)])
                                  for name in members}
                         for metric in METRICS}
+        pooled_scores = {metric: {name: [x for scores in by_system[name][:count] for x in scores]
+                                  for name in members}
+                         for metric, by_system in segment_scores.items()}
         reports = tuple(
             evaluate_by_length(list(lengths) * count, [list(references) * count], hyps, groups,
                                metrics=METRICS, baseline=baseline, tokenize=tokenize,
-                               n_bootstrap=n_bootstrap, seed=seed, statistics=pooled_stats)
+                               n_bootstrap=n_bootstrap, seed=seed, statistics=pooled_stats,
+                               segment_scores=pooled_scores)
             for groups in (buckets, halves)
         )
         for name in names:
@@ -242,16 +291,17 @@ def _pooled_tests(lengths, references, systems, baseline, buckets, halves, token
 
 
 def _cell(seed_reports: List[LengthReport], pooled: List[LengthReport], bucket: Bucket,
-          name: str, baseline: str) -> BoardCell:
+          name: str, baseline: str, metrics: Sequence[str]) -> BoardCell:
     cells = [report.cell(name, bucket) for report in seed_reports]
     pooled_cell = pooled[0].cell(name, bucket) if pooled else None
     return BoardCell(
         n=cells[0].n,
-        scores={metric: spread([cell.results[metric].score for cell in cells]) for metric in METRICS},
+        scores={metric: spread([cell.results[metric].score for cell in cells])
+                for metric in metrics},
         length_ratio=spread([cell.length_ratio for cell in cells]),
         p_values={metric: (pooled_cell.results[metric].p_value
                            if pooled_cell is not None and name != baseline else None)
-                  for metric in METRICS},
+                  for metric in metrics},
     )
 
 

@@ -2,38 +2,24 @@
 
 One table: a row per system in rank order (the failed ones last, saying why), with the
 parameter count, the step time relative to the baseline, BLEU beyond the training limit
-(the ranking), then BLEU, TER and the hypothesis/reference length ratio per bucket, each
-as mean ± standard deviation over seeds.
+(the ranking), then BLEU, TER (and any segment-score metric) and the
+hypothesis/reference length ratio per bucket, each as mean ± standard deviation over
+seeds.  The table is analysis.tables' model, written by its writers.
 """
-import csv
-import io
-import json
 from typing import Callable, Dict, List, Optional, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-
-from .board import METRICS, Board, BoardCell, BoardRow, Spread  # noqa: E402
-from .buckets import Bucket  # noqa: E402
-from .metrics import DISPLAY_NAMES  # noqa: E402
-from .render import (  # noqa: E402
-    MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, _figure_bytes, _latex_escape, _latex_label, figure_title,
+from . import tables
+from .board import Board, BoardCell, BoardRow, Spread
+from .buckets import Bucket
+from .figures import figure_bytes, figure_title, plt
+from .metrics import METRICS, display_decimals, display_name
+from .render import (
+    MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, bucket_fields, is_significant, segment_scores_note,
+    size_text,
 )
-
-EMPTY = "–"
-
-
-class _Style:
-    """How a table writes text, the ± of a spread, the × of a ratio and the significance mark."""
-
-    def __init__(self, text: Callable[[str], str], plus_minus: str, times: str, marker: str, empty: str):
-        self.text, self.plus_minus, self.times, self.marker, self.empty = text, plus_minus, times, marker, empty
-
-
-_MARKDOWN = _Style(lambda text: text.replace("|", "\\|"), " ± ", "×", "\\*", EMPTY)
-_LATEX = _Style(_latex_escape, " $\\pm$ ", "$\\times$", "$^*$", "--")
+from .tables import (
+    DASH, EMPTY, FEW, PLUS_MINUS, SENTENCES, SIGNIFICANT, TIMES, Column, Raw, Table, Text,
+)
 
 
 def records(board: Board) -> List[dict]:
@@ -50,11 +36,12 @@ def records(board: Board) -> List[dict]:
         }
         groups = list(zip(board.buckets, row.cells)) + ([(board.beyond, row.beyond)] if row.beyond else [])
         if not groups:
-            rows.append({**common, "set": None, "bucket_lo": None, "bucket_hi": None, "n": None})
+            rows.append({**common, "set": None, "bucket": None, "bucket_lo": None,
+                         "bucket_hi": None, "n": None})
         for bucket, cell in groups:
             record = {**common, "set": "beyond" if bucket is board.beyond else bucket.label,
-                      "bucket_lo": bucket.lo, "bucket_hi": bucket.hi, "n": cell.n}
-            for metric in METRICS:
+                      **bucket_fields(bucket), "n": cell.n}
+            for metric in board.metrics:
                 record.update(_spread_fields(metric, cell.scores[metric]))
                 record[f"{metric}_p"] = cell.p_values[metric]
             record.update(_spread_fields("length_ratio", cell.length_ratio))
@@ -63,46 +50,39 @@ def records(board: Board) -> List[dict]:
 
 
 def json_text(board: Board) -> str:
-    return json.dumps({"signatures": board.signatures, "records": records(board)},
-                      indent=1, ensure_ascii=False) + "\n"
+    return tables.json_text({"baseline": board.baseline, "baseline_failure": board.baseline_failure,
+                             "signatures": board.signatures, "records": records(board)})
 
 
 def csv_text(board: Board) -> str:
-    rows = records(board)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: ";".join(f"{v:.4f}" for v in value) if isinstance(value, list)
-                         else value for key, value in row.items()})
-    return out.getvalue()
+    return tables.csv_text(records(board))
+
+
+def table(board: Board, title: Optional[str] = None) -> Table:
+    columns = [Column("rank"), Column("system", align="l"), Column("parameters"),
+               Column("step time"), Column(("BLEU ", _label(board.beyond)))]
+    columns += [Column(_label(bucket), display_name(metric))
+                for metric in board.metrics for bucket in board.buckets]
+    columns += [Column(_label(bucket), "length ratio") for bucket in board.buckets]
+    bucket_sizes = [size_text(n) for n in board.sizes]
+    sizes = ["", SENTENCES, "", "", str(board.beyond_size)]
+    sizes += bucket_sizes * (len(board.metrics) + 1)  # each metric's buckets, the length ratio's
+    decimals = {metric: display_decimals(metric, [spread.mean for row in board.rows
+                                                  for cell in row.cells + [row.beyond] if cell
+                                                  for spread in [cell.scores[metric]] if spread])
+                for metric in board.metrics}
+    rows = [sizes] + [_row_cells(board, row, decimals) for row in board.rows]
+    return Table(columns, rows, head_rows=1, title=title, notes=_notes(board),
+                 signatures=[(display_name(metric), board.signatures[metric])
+                             for metric in board.metrics if metric in METRICS])
 
 
 def markdown_table(board: Board, title: Optional[str] = None) -> str:
-    header, sizes = _header(board, lambda bucket: bucket.label)
-    lines = ([f"## {title}", ""] if title else []) + [
-        _markdown_row(header),
-        _markdown_row([":--", ":--"] + ["--:"] * (len(header) - 2)),
-        _markdown_row(["", "*sentences*"] + sizes),
-    ]
-    lines += [_markdown_row(_row_cells(board, row, _MARKDOWN)) for row in board.rows]
-    return "\n".join(lines) + "\n\n" + _note(board, _MARKDOWN.marker) + "\n"
+    return tables.markdown(table(board, title))
 
 
 def latex_table(board: Board, title: Optional[str] = None) -> str:
-    header, sizes = _header(board, _latex_label)
-    lines = [
-        "\\begin{table}[t]", "\\centering", "\\small",
-        f"\\begin{{tabular}}{{rl{'r' * (len(header) - 2)}}}", "\\toprule",
-        " & ".join(header) + " \\\\", "\\midrule",  # labels are LaTeX already
-        " & \\# sentences & " + " & ".join(sizes) + " \\\\", "\\midrule",
-    ]
-    lines += [" & ".join(_row_cells(board, row, _LATEX)) + " \\\\" for row in board.rows]
-    caption = _latex_escape(_note(board, "*"))
-    if title:
-        caption = f"{_latex_escape(title)}. {caption}"
-    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{caption}}}", "\\end{table}"]
-    return "\n".join(lines) + "\n"
+    return tables.latex(table(board, title))
 
 
 def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], ylabel: str,
@@ -135,7 +115,7 @@ def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], yl
     axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     if title:
         figure_title(figure, title)
-    rendered = _figure_bytes(figure, fmt)
+    rendered = figure_bytes(figure, fmt)
     plt.close(figure)
     return rendered
 
@@ -151,63 +131,56 @@ def length_ratio_plot(board: Board, mean_lengths: Sequence[float], title: Option
                        reference_line=1.0)
 
 
-def _header(board: Board, label: Callable[[Bucket], str]):
-    groups = [label(bucket) for bucket in board.buckets]
-    header = ["rank", "system", "parameters", "step time", f"BLEU {label(board.beyond)}"]
-    header += [f"{group} {DISPLAY_NAMES[metric]}" for metric in METRICS for group in groups]
-    header += [f"{group} length ratio" for group in groups]
-    sizes = ["", "", str(board.beyond_size)] + [
-        _size(n) for _ in METRICS for n in board.sizes] + [_size(n) for n in board.sizes]
-    return header, sizes
+def _label(bucket: Bucket) -> Text:
+    return Raw(bucket.label, bucket.latex_label)
 
 
-def _row_cells(board: Board, row: BoardRow, style: _Style) -> List[str]:
-    parameters = f"{row.training.parameters:,}" if row.training.parameters else style.empty
-    step = f"{row.step_time_ratio:.2f}{style.times}" if row.step_time_ratio else style.empty
-    name = row.system + (" (baseline)" if row.system == board.baseline else "")
+def _row_cells(board: Board, row: BoardRow, decimals: Dict[str, int]) -> List[Text]:
+    parameters = f"{row.training.parameters:,}" if row.training.parameters else EMPTY
+    step = (f"{row.step_time_ratio:.2f}", TIMES) if row.step_time_ratio else EMPTY
+    name: Text = row.system + (" (baseline)" if row.system == board.baseline else "")
     if row.failure:
-        name += f" — {'failed' if not row.cells else 'some seeds failed'}: {row.failure}"
-    cells = [str(row.rank) if row.rank else style.empty, style.text(name), parameters, step]
+        name = (name, DASH, f"{'failed' if not row.cells else 'some seeds failed'}: {row.failure}")
+    cells = [str(row.rank) if row.rank else EMPTY, name, parameters, step]
     if not row.cells:
-        return cells + [style.empty] * (1 + (len(METRICS) + 1) * len(board.buckets))
+        return cells + [EMPTY] * (1 + (len(board.metrics) + 1) * len(board.buckets))
     beyond = row.beyond
-    cells.append(_score(beyond.scores["bleu"], beyond.p_values["bleu"], beyond.n, style))
-    for metric in METRICS:
-        cells += [_score(cell.scores[metric], cell.p_values[metric], cell.n, style)
+    cells.append(_score(beyond.scores["bleu"], beyond.p_values["bleu"], beyond.n, 1))
+    for metric in board.metrics:
+        cells += [_score(cell.scores[metric], cell.p_values[metric], cell.n, decimals[metric])
                   for cell in row.cells]
-    cells += [_score(cell.length_ratio, None, cell.n, style, digits=2) for cell in row.cells]
+    cells += [_score(cell.length_ratio, None, cell.n, 2) for cell in row.cells]
     return cells
 
 
-def _score(value: Optional[Spread], p_value: Optional[float], n: int, style: _Style,
-           digits: int = 1) -> str:
+def _score(value: Optional[Spread], p_value: Optional[float], n: int, digits: int) -> Text:
     if value is None:
-        return style.empty
-    text = f"{value.mean:.{digits}f}"
+        return EMPTY
+    text: tuple = (f"{value.mean:.{digits}f}",)
     if len(value.values) > 1:
-        text += f"{style.plus_minus}{value.sd:.{digits}f}"
-    significant = p_value is not None and p_value < SIGNIFICANCE_LEVEL and n >= MIN_SIZE_FOR_MARKS
-    return text + (style.marker if significant else "")
+        text += (PLUS_MINUS, f"{value.sd:.{digits}f}")
+    return text + (SIGNIFICANT,) if is_significant(p_value, n) else text
 
 
-def _size(n: int) -> str:
-    return f"{n}†" if 0 < n < MIN_SIZE_FOR_MARKS else str(n)
-
-
-def _note(board: Board, marker: str) -> str:
+def _notes(board: Board) -> List[Text]:
     seeds = sorted({row.seeds for row in board.rows if row.seeds})
     seed_text = " or ".join(str(s) for s in seeds) or "no"
-    test = (f"{marker} p < {SIGNIFICANCE_LEVEL} against {board.baseline} in the same bucket: paired "
-            f"bootstrap resampling ({board.n_bootstrap} resamples, seed {board.seed}) of the seeds "
-            f"pooled, seed k of each system paired with seed k of the baseline; not corrected "
-            f"for multiple comparisons. † fewer than {MIN_SIZE_FOR_MARKS} sentences: no marks. "
-            if board.n_bootstrap else "")
-    return (f"Mean ± sample standard deviation over {seed_text} training seeds (each seed's "
-            f"corpus score; per-seed values, minimum and maximum in the JSON/CSV output). "
-            f"Ranked by BLEU on every pair longer than the training limit of "
-            f"{board.train_limit} tokens ({board.beyond.label}). {test}"
-            f"Step time: median seconds per training update relative to {board.baseline}. "
-            f"Signatures: BLEU `{board.signatures.get('bleu')}`, TER `{board.signatures.get('ter')}`.")
+    note: List[Text] = [
+        "Mean", PLUS_MINUS, f"sample standard deviation over {seed_text} training seeds (each "
+        "seed's corpus score; per-seed values, minimum and maximum in the JSON/CSV output). "
+        f"Ranked by BLEU on every pair longer than the training limit of {board.train_limit} "
+        "tokens (", _label(board.beyond), "). "]
+    if board.baseline_failure is not None:
+        note.append(f"The baseline, {board.baseline}, has no translations "
+                    f"({board.baseline_failure}): no paired tests. ")
+    elif board.n_bootstrap:
+        note += [SIGNIFICANT, f" p < {SIGNIFICANCE_LEVEL} against {board.baseline} in the same "
+                 f"bucket: paired bootstrap resampling ({board.n_bootstrap} resamples, seed "
+                 f"{board.seed}) of the seeds pooled, seed k of each system paired with seed k of "
+                 "the baseline; not corrected for multiple comparisons. ", FEW,
+                 f" fewer than {MIN_SIZE_FOR_MARKS} sentences: no marks. "]
+    note.append(f"Step time: median seconds per training update relative to {board.baseline}.")
+    return [tuple(note)] + segment_scores_note(board.metrics)
 
 
 def _spread_fields(name: str, value: Optional[Spread]) -> Dict[str, object]:
@@ -216,7 +189,3 @@ def _spread_fields(name: str, value: Optional[Spread]) -> Dict[str, object]:
                 f"{name}_seeds": None}
     return {name: value.mean, f"{name}_sd": value.sd, f"{name}_min": value.lo,
             f"{name}_max": value.hi, f"{name}_seeds": list(value.values)}
-
-
-def _markdown_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"

@@ -12,9 +12,36 @@ from typing import Sequence, Tuple
 import numpy as np
 from sacrebleu.significance import _compute_p_value
 
+from .io import InputError
+
 # Resamples (or randomization trials) turned into sums at a time; bounds the memory of
 # the dense count/selection block to _BLOCK x sentences.
 _BLOCK = 128
+# Resampling's memory, bounded so that a large --bootstrap or --ar-trials is refused at
+# once instead of failing to allocate after the statistics.  The draws are made at once,
+# as sacrebleu makes them (that keeps every interval and p-value identical to its own):
+# resamples x sentences indices of INDEX_BYTES each, or trials x sentences swap choices of
+# SWAP_BYTES, at most MAX_DRAW_BYTES; and each resample's or trial's sums and scores are
+# kept, at most MAX_DRAWS of them, which resolve p-values to 1e-5.
+INDEX_BYTES, SWAP_BYTES = 8, 1
+MAX_DRAW_BYTES = 2 * 2**30
+MAX_DRAWS = 100_000
+
+
+def check_draws(option: str, n_draws: int, n_sentences: int, item_bytes: int) -> None:
+    """Refuse ``n_draws`` resamples or trials of ``n_sentences`` that would not fit."""
+    if n_draws > MAX_DRAWS:
+        raise InputError(f"{option} {n_draws}: at most {MAX_DRAWS}, which resolve p-values to "
+                         f"{1 / MAX_DRAWS:g}; more only cost memory and time")
+    if n_draws * n_sentences * item_bytes <= MAX_DRAW_BYTES:
+        return
+    raise InputError(
+        f"{option} {n_draws} on {n_sentences} sentences would draw {n_draws} x {n_sentences} "
+        f"at once ({n_draws * n_sentences * item_bytes / 2**30:.1f} GiB: they are drawn "
+        f"together, as sacrebleu draws them, which keeps intervals and p-values equal to its "
+        f"own); at most {MAX_DRAW_BYTES // (n_sentences * item_bytes)} fit in the "
+        f"{MAX_DRAW_BYTES / 2**30:.0f} GiB allowed for them"
+    )
 
 
 def resample_indices(n_sentences: int, n_samples: int, seed: int) -> np.ndarray:
@@ -52,7 +79,7 @@ def paired_bootstrap_p_value(
     """Two-sided paired bootstrap p-value as in sacrebleu (Koehn 2004, Moses' script):
     how often the centred resampled |difference| exceeds the observed one."""
     sample_differences = np.abs(np.asarray(system_scores) - np.asarray(baseline_scores))
-    return _compute_p_value(sample_differences - sample_differences.mean(), observed_difference)
+    return _p_value(sample_differences - sample_differences.mean(), observed_difference)
 
 
 def approximate_randomization_p_value(
@@ -77,4 +104,15 @@ def approximate_randomization_p_value(
         trial_differences[start:start + len(block)] = np.abs(
             np.subtract(score_from_sums(sums_a), score_from_sums(sums_b))
         )
-    return _compute_p_value(trial_differences, observed_difference)
+    return _p_value(trial_differences, observed_difference)
+
+
+def _p_value(differences: np.ndarray, observed_difference: float) -> float:
+    """sacrebleu's p-value, (resampled differences above the observed one + 1) / (samples
+    + 1), except that a zero difference is never significant: its p-value is 1.  Counting
+    only the differences *above* the observed one, sacrebleu gives two systems with the same
+    sentence statistics (texts that differ only in what the metrics ignore, such as trailing
+    spaces), whose every resample differs by exactly zero, its smallest p-value."""
+    if observed_difference == 0:
+        return 1.0
+    return _compute_p_value(differences, observed_difference)

@@ -21,6 +21,11 @@ class Bucket:
     def label(self) -> str:
         return f"G{self.lo}:{'∞' if self.hi is None else self.hi}"
 
+    @property
+    def latex_label(self) -> str:
+        upper = "$\\infty$" if self.hi is None else self.hi
+        return f"{self.lo}--{upper}"
+
     def contains(self, length: int) -> bool:
         return self.lo <= length and (self.hi is None or length <= self.hi)
 

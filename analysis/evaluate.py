@@ -10,8 +10,8 @@ from .buckets import Bucket, bucket_members
 from .cache import StatisticsCache
 from .io import InputError, check_parallel
 from .metrics import (
-    METRICS, MetricConfig, corpus_score, length_ratio, scores_from_sums, sentence_statistics,
-    signature,
+    METRICS, MetricConfig, SegmentMean, corpus_score, length_ratio, scores_from_sums,
+    segment_signature, segment_statistics, sentence_statistics, signature,
 )
 
 PAIRED_TESTS = ("bs", "ar")
@@ -32,8 +32,9 @@ class Cell:
 
     ``length_ratio``: hypothesis over reference length (BLEU's ratio; None without BLEU or
     sentences), which tells a system that stops early from one that runs on.
-    ``identical_to_baseline``: the system's translations of these sentences are the
-    baseline's, so there is no difference to test."""
+    ``identical_to_baseline``: every metric's sentence statistics of these sentences are
+    the baseline's (the same translations, or ones that differ only in what the metrics
+    ignore), so there is no difference to test."""
     system: str
     bucket: Optional[Bucket]
     n: int
@@ -83,6 +84,7 @@ def evaluate_by_length(
     cache: Optional[StatisticsCache] = None,
     progress: Optional[Callable[[str], None]] = None,
     statistics: Optional[Dict[str, Dict[str, np.ndarray]]] = None,
+    segment_scores: Optional[Dict[str, Dict[str, Sequence[float]]]] = None,
 ) -> LengthReport:
     """Every system's corpus scores on every bucket and on the whole set.
 
@@ -92,18 +94,30 @@ def evaluate_by_length(
     Sentence statistics are read from and added to ``cache`` (see analysis.cache), or given
     as ``statistics`` (``[metric][system]``, as sentence_statistics returns them) where the
     caller has them already, e.g. for the same translations in other buckets;
-    ``progress`` receives a line with the time of each stage.
+    ``progress`` receives a line with the time of each stage.  ``segment_scores`` maps a
+    metric computed elsewhere (COMET, MetricX, ...) to every system's score of each
+    sentence: such a metric follows ``metrics``, and its score on a set of sentences is
+    their mean, with the same intervals and paired tests.
     """
     names = list(systems)
+    segment_scores = dict(segment_scores or {})
     parallel = [("the lengths", lengths)]
     parallel += [(f"reference {k + 1}", stream) for k, stream in enumerate(references)]
     parallel += [(f"system {name}", hyps) for name, hyps in systems.items()]
+    for metric, by_system in segment_scores.items():
+        if metric in METRICS or metric in metrics:
+            raise InputError(f"segment scores named {metric!r}, like a computed metric")
+        absent = [name for name in names if name not in by_system]
+        if absent:
+            raise InputError(f"no {metric} segment scores for {', '.join(absent)}: every system "
+                             "needs them, to be tested against the baseline")
+        parallel += [(f"{metric} scores of {name}", by_system[name]) for name in names]
     check_parallel(parallel)
     check_baseline(baseline, names)
     baseline = names[0] if baseline is None else baseline
     if paired_test not in PAIRED_TESTS:
         raise InputError(f"unknown paired test {paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
-    check_resampling(n_bootstrap, ar_trials, seed)
+    check_resampling(n_bootstrap, ar_trials, seed, len(lengths), paired_test)
 
     configs = [MetricConfig(name, tokenize, lowercase, target_lang) for name in metrics]
     if statistics is None:
@@ -115,15 +129,16 @@ def evaluate_by_length(
                 if len(rows) != len(lengths):
                     raise ValueError(f"statistics of {name} ({metric}): {len(rows)} sentences, "
                                      f"expected {len(lengths)}")
+    scorers = {config.name: config.build() for config in configs}
+    for metric, by_system in segment_scores.items():
+        scorers[metric] = SegmentMean(metric)
+        stats[metric] = {name: segment_statistics(by_system[name]) for name in names}
     start_time = time.perf_counter()
-    scoring = _SubsetScoring(
-        names, baseline, {config.name: config.build() for config in configs}, stats,
-        n_bootstrap, seed, paired_test, ar_trials,
-    )
+    scoring = _SubsetScoring(names, baseline, scorers, stats, n_bootstrap, seed, paired_test,
+                             ar_trials)
     members = bucket_members(lengths, buckets)
     groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
     cells = [cell for bucket, indices in groups for cell in scoring.cells(bucket, indices)]
-    _mark_identical_to_baseline(cells, dict(groups), systems, baseline)
     if progress is not None:
         stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in scoring.seconds.items())
         progress(f"scores of {len(groups)} sentence sets: {time.perf_counter() - start_time:.1f} s"
@@ -132,16 +147,17 @@ def evaluate_by_length(
     resampling = {"seed": seed, "bs": n_bootstrap or None}
     if paired_test == "ar":
         resampling["ar"] = ar_trials
+    signatures = {config.name: signature(config, len(references), **resampling)
+                  for config in configs}
+    signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
     return LengthReport(
         systems=names,
         baseline=baseline,
         buckets=list(buckets),
         sizes=[len(indices) for indices in members],
         lengths=list(lengths),
-        metrics=list(metrics),
-        signatures={
-            config.name: signature(config, len(references), **resampling) for config in configs
-        },
+        metrics=list(metrics) + list(segment_scores),
+        signatures=signatures,
         paired_test=paired_test,
         n_bootstrap=n_bootstrap,
         ar_trials=ar_trials,
@@ -155,27 +171,16 @@ def check_baseline(baseline: Optional[str], names: Sequence[str]) -> None:
         raise InputError(f"unknown baseline {baseline!r}; systems are {', '.join(names)}")
 
 
-def check_resampling(n_bootstrap: int, ar_trials: int, seed: int) -> None:
+def check_resampling(n_bootstrap: int, ar_trials: int, seed: int, n_sentences: int = 0,
+                     paired_test: str = "bs") -> None:
+    """The resampling options, and (given ``n_sentences``) that their draws fit in memory."""
     if n_bootstrap < 0 or ar_trials < 1:
         raise InputError("--bootstrap must be >= 0 and --ar-trials >= 1")
     if seed < 0:  # numpy's generators take no negative seed
         raise InputError(f"--seed must be a non-negative integer, got {seed}")
-
-
-def _mark_identical_to_baseline(cells, members, systems, baseline) -> None:
-    """Flag the cells whose translations are the baseline's and set their p-values to 1.
-
-    No resample of an identical pair differs more than the observed zero, so sacrebleu's
-    tests return their smallest p-value, 1/(n+1), which would read as significant."""
-    for cell in cells:
-        indices = members[cell.bucket]
-        if cell.system == baseline or not indices:
-            continue
-        if all(systems[cell.system][i] == systems[baseline][i] for i in indices):
-            cell.identical_to_baseline = True
-            for result in cell.results.values():
-                if result.p_value is not None:
-                    result.p_value = 1.0
+    bootstrap.check_draws("--bootstrap", n_bootstrap, n_sentences, bootstrap.INDEX_BYTES)
+    if paired_test == "ar":
+        bootstrap.check_draws("--ar-trials", ar_trials, n_sentences, bootstrap.SWAP_BYTES)
 
 
 class _SubsetScoring:
@@ -242,9 +247,15 @@ class _SubsetScoring:
             self._timed("approximate randomization", since)
         return [
             Cell(name, bucket, len(indices), results[name],
-                 length_ratio(corpus[name]["bleu"]) if "bleu" in corpus[name] else None)
+                 length_ratio(corpus[name]["bleu"]) if "bleu" in corpus[name] else None,
+                 name != self.baseline and self._same_statistics_as_baseline(name, indices))
             for name in self.names
         ]
+
+    def _same_statistics_as_baseline(self, name: str, indices: List[int]) -> bool:
+        return all(np.array_equal(self.stats[metric][name][indices],
+                                  self.stats[metric][self.baseline][indices])
+                   for metric in self.scorers)
 
     def _bootstrap_scores(self, indices: List[int]) -> Dict[str, Dict[str, List[float]]]:
         """``scores[metric][system]`` of the bootstrap resamples; all systems and metrics

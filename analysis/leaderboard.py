@@ -7,22 +7,23 @@ beyond the training lengths, with BLEU, TER and the length ratio per bucket as m
         --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
 
 Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png and
-length_ratio.png.  Bad input is a one-line ``error: ...`` on stderr and exit status 2,
-before any scoring; files are written only when everything is computed.
+length_ratio.png, all or nothing, when everything is computed.  A baseline that failed on
+every seed (named only by --failed) is on the board, which then has no paired tests.  Bad
+input is a one-line ``error: ...`` on stderr and exit status 2, before any scoring.
 """
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
-from . import board_render
-from .board import build_board, training_info
+from . import board_render, segment_scores
+from .board import build_board, check_training_log, training_info
 from .buckets import bucket_members, buckets_from_edges, parse_edges
+from .cli import Parser, check_outputs, run_command
 from .evaluate import check_resampling
-from .io import InputError, check_parallel, read_lines, read_segments
+from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
 from .metrics import TOKENIZERS
-from .report import _Parser, check_writable, run_command
 from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
@@ -32,7 +33,7 @@ OUT_DIR_NAMES = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="relpos-leaderboard", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="relpos-leaderboard", description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", required=True, help="source sentences")
     parser.add_argument("--ref", required=True, help="reference translations")
     parser.add_argument("--length-file", metavar="F",
@@ -44,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "dropped")
     parser.add_argument("--train-log", action="append", default=[], metavar="NAME=LOG[,LOG...]",
                         help="fairseq-train logs of a system (parameters, seconds per update)")
+    parser.add_argument("--segment-scores", action="append", default=[],
+                        metavar="NAME:SYSTEM=FILE[,FILE...]",
+                        help="a metric computed elsewhere (e.g. COMET): SYSTEM's score of each "
+                        "sentence, one per line, a file per seed in --system's order; repeat "
+                        "for every system")
     parser.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
     parser.add_argument("--train-limit", type=int, required=True, metavar="N",
@@ -67,8 +73,8 @@ def main(argv=None) -> int:
 
 
 def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
-    targets = {kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()} if args.out_dir else {}
-    check_writable(targets.values())
+    targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
+               if args.out_dir else {})
     check_resampling(args.bootstrap, 10000, args.seed)
     if args.train_limit < 1:
         raise InputError(f"--train-limit must be positive, got {args.train_limit}")
@@ -77,32 +83,67 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     limit = args.train_limit
     edges = parse_edges(args.edges) if args.edges else sorted({limit, limit * 3 // 2, limit * 2})
     buckets = buckets_from_edges(edges)
-    system_files = _named_lists(args.system, "--system", "NAME=HYP[,HYP...]")
-    failures = dict(_named(args.failed, "--failed", "NAME=WHY"))
-    logs = dict(_named_lists(args.train_log, "--train-log", "NAME=LOG[,LOG...]"))
-    if not system_files:
-        raise InputError("no --system to score")
-    unknown = sorted(set(logs) - {name for name, _ in system_files} - set(failures))
+    system_files = parse_named_lists(args.system, "--system", "NAME=HYP[,HYP...]")
+    failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
+    logs = dict(parse_named_lists(args.train_log, "--train-log", "NAME=LOG[,LOG...]"))
+    names = [name for name, _ in system_files]
+    if not system_files and not failures:
+        raise InputError("no --system to score and no --failed to list")
+    unknown = sorted(set(logs) - set(names) - set(failures))
     if unknown:
         raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
+    if args.baseline is not None and args.baseline not in set(names) | set(failures):
+        raise InputError(f"unknown baseline {args.baseline!r}: no --system or --failed names it")
+    score_files = segment_scores.parse_specs(args.segment_scores, names, per_seed=True)
+    for metric, by_system in score_files.items():
+        for name, paths in system_files:
+            if len(by_system[name]) != len(paths):
+                raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
+                                 f"files for the {len(paths)} seeds of --system {name}")
+    inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file)]
+    inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
+    inputs += [(f"--train-log {name}", path) for name, paths in logs.items() for path in paths]
+    inputs += [(f"{segment_scores.OPTION} {metric}:{name}", path)
+               for metric, by_system in score_files.items()
+               for name, paths in by_system.items() for path in paths]
+    check_outputs([(f"--out-dir ({path.name})", path) for path in targets.values()],
+                  [(option, Path(path)) for option, path in inputs if path])
 
-    source = read_segments(args.source, "source")
-    references = read_segments(args.ref, "reference")
-    length_lines = read_lines(args.length_file) if args.length_file else source
-    systems = {name: [read_segments(path, "system") for path in paths] for name, paths in system_files}
-    parallel = [(args.source, source), (args.ref, references), (args.length_file or args.source, length_lines)]
-    parallel += [(path, hyps) for (name, paths) in system_files for path, hyps in zip(paths, systems[name])]
+    source = read_segments(args.source, "source", "--source")
+    references = read_segments(args.ref, "reference", "--ref")
+    length_lines = read_lines(args.length_file, "--length-file") if args.length_file else source
+    systems = {name: [read_segments(path, "system", f"--system {name}") for path in paths]
+               for name, paths in system_files}
+    scores = {metric: {name: [segment_scores.read_scores(path, f"{segment_scores.OPTION} {metric}:{name}")
+                              for path in paths]
+                       for name, paths in by_system.items()}
+              for metric, by_system in score_files.items()}
+    parallel = [(args.source, source), (args.ref, references),
+                (args.length_file or args.source, length_lines)]
+    hypotheses = [(path, hyps) for name, paths in system_files
+                  for path, hyps in zip(paths, systems[name])]
+    parallel += hypotheses
+    parallel += [(path, seed_scores) for metric, by_system in score_files.items()
+                 for name, paths in by_system.items()
+                 for path, seed_scores in zip(paths, scores[metric][name])]
     check_parallel(parallel)
-    for path, segments in parallel[1:2] + parallel[3:]:
+    for path, segments in [parallel[1]] + hypotheses:
         check_no_subword_markers(path, segments)
     check_segmented(args.length_file or args.source, length_lines,
                     "its whitespace tokens are no length: give the segmented text with --length-file")
-    training = {name: training_info([read_lines(path) for path in paths]) for name, paths in logs.items()}
+    training = {}
+    for name, paths in logs.items():
+        option = f"--train-log {name}"
+        log_lines = [read_lines(path, option) for path in paths]
+        for path, lines in zip(paths, log_lines):
+            check_training_log(lines, path, option)
+        training[name] = training_info(log_lines)
 
     lengths = whitespace_lengths(length_lines)
     board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
                         failures=failures, training=training, tokenize=args.tokenize,
-                        n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers)
+                        n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers,
+                        segment_scores=scores)
     markdown = board_render.markdown_table(board, args.title)
     mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
                     for members in bucket_members(lengths, buckets)]
@@ -117,28 +158,5 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     return markdown, {path: renderers[kind]() for kind, path in targets.items()}
 
 
-def _named(specs: List[str], option: str, form: str) -> List[Tuple[str, str]]:
-    pairs = []
-    for spec in specs:
-        name, sep, value = spec.partition("=")
-        if not sep or not name or not value:
-            raise InputError(f"{option} expects {form}, got {spec!r}")
-        pairs.append((name, value))
-    names = [name for name, _ in pairs]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise InputError(f"{option} names {', '.join(twice)} more than once")
-    return pairs
-
-
-def _named_lists(specs: List[str], option: str, form: str) -> List[Tuple[str, List[str]]]:
-    pairs = [(name, value.split(",")) for name, value in _named(specs, option, form)]
-    for name, values in pairs:
-        if not all(values):
-            raise InputError(f"{option} {name}: an empty file name in {','.join(values)!r}")
-    return pairs
-
-
 if __name__ == "__main__":
     sys.exit(main())
-

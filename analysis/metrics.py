@@ -25,6 +25,7 @@ from .io import InputError
 
 METRICS = ("bleu", "ter", "chrf")
 DISPLAY_NAMES = {"bleu": "BLEU", "ter": "TER", "chrf": "chrF"}
+LOWER_IS_BETTER = {"ter"}
 TOKENIZERS = tuple(BLEU.TOKENIZERS)
 
 # Chunks per worker: enough that the pool stays busy to the end despite the spread of
@@ -57,6 +58,22 @@ class MetricConfig:
         if self.name == "chrf":
             return CHRF(lowercase=self.lowercase, references=references)
         raise InputError(f"unknown metric {self.name!r}; choose from {', '.join(METRICS)}")
+
+
+def display_name(metric: str) -> str:
+    """sacrebleu's metrics by their usual spelling; a segment-score metric by its own name."""
+    return DISPLAY_NAMES.get(metric, metric)
+
+
+def display_decimals(metric: str, scores: Sequence[Optional[float]]) -> int:
+    """Decimals of ``metric``'s scores in the tables: one for sacrebleu's (0-100), three
+    significant digits of the largest for a segment-score metric (COMET's 0.853, 85.3 for
+    one given in percent), at most four."""
+    largest = max((abs(score) for score in scores if score is not None and math.isfinite(score)),
+                  default=0.0)
+    if metric in METRICS or largest == 0:
+        return 1
+    return min(4, max(1, 2 - math.floor(math.log10(largest))))
 
 
 def parse_metrics(text: str) -> List[str]:
@@ -96,12 +113,13 @@ def sentence_statistics(
     """
     stats: Dict[str, Dict[str, np.ndarray]] = {config.name: {} for config in configs}
     keys = {}
+    widths = {config.name: statistics_width(config) for config in configs} if cache else {}
     for config in configs:
         for name, hyps in systems.items():
             if cache is not None:
                 keys[config.name, name] = cache.key(
                     signature(config, len(references)), references, hyps)
-                cached = cache.load(keys[config.name, name], len(hyps))
+                cached = cache.load(keys[config.name, name], len(hyps), widths[config.name])
                 if cached is not None:
                     stats[config.name][name] = cached
     missing = {
@@ -142,6 +160,14 @@ def sentence_statistics(
             for config in configs}
 
 
+def statistics_width(config: MetricConfig) -> int:
+    """How many numbers a sentence's statistics are (what a cache entry must hold)."""
+    if config.name == "ter":
+        return 2  # [edits, reference length], as _ter_statistics computes them
+    metric = config.build([["a"]])
+    return len(metric._extract_corpus_statistics(["a"], None)[0])
+
+
 def _chunk_statistics(task) -> Dict[str, List[list]]:
     config, references, systems = task
     # Systems often produce the same translation of a sentence (a quarter to almost half
@@ -177,6 +203,30 @@ def _ter_statistics(metric: TER, hypotheses: Sequence[str], references: Sequence
         best = min(next(edits) for _ in ref_words)
         stats.append([best, sum(len(ref) for ref in ref_words) / len(ref_words)])
     return stats
+
+
+class SegmentMean:
+    """A metric computed elsewhere, one score per sentence (COMET, MetricX, ...), with the
+    part of sacrebleu's metric interface that scoring sets of sentences uses: a sentence's
+    statistics are [score, 1], so a set's summed statistics give its mean score."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
+        total, count = stats
+        return Score(self.name, total / count)
+
+
+def segment_statistics(scores: Sequence[float]) -> np.ndarray:
+    """sentences x [score, 1], SegmentMean's statistics."""
+    return np.column_stack([np.asarray(scores, dtype=float), np.ones(len(scores))])
+
+
+def segment_signature(**resampling) -> str:
+    """The signature of a segment-score metric, in sacrebleu's form."""
+    given = [key for key in ("bs", "ar", "seed") if resampling.get(key) is not None]
+    return "|".join(["mean:segment scores"] + [f"{key}:{resampling[key]}" for key in given])
 
 
 def corpus_score(metric: Metric, stats: np.ndarray, indices: Sequence[int]) -> Score:

@@ -3,24 +3,25 @@
     python -m analysis.report --source newstest.src --ref newstest.ref \\
         --system abs=abs.hyp --system rel=rel.hyp --baseline abs --out-dir report/
 
-The markdown table goes to stdout as soon as it is computed; files are written only then
-(to temporary names, then renamed), so bad input leaves none behind.  Bad input is a
-one-line ``error: ...`` on stderr and exit status 2, and every check that needs no scores
-(options, output folders, input files) comes before the scoring.
+The files are written when everything is computed (under temporary names, then renamed,
+all or nothing), then the markdown table goes to stdout.  Bad input is a one-line
+``error: ...`` on stderr and exit status 2, and every check that needs no scores (options,
+output paths, input files) comes before the scoring.
 """
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from . import render
+from . import render, segment_scores
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
 from .cache import StatisticsCache, default_directory
+from .cli import Parser, check_outputs, run_command
 from .evaluate import PAIRED_TESTS, check_baseline, check_resampling, evaluate_by_length
-from .io import InputError, check_parallel, parse_system_specs, read_lines, read_segments
+from .io import (
+    InputError, check_parallel, existing_file, parse_named, read_lines, read_segments,
+)
 from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
 from .metrics import METRICS, TOKENIZERS, MetricConfig, parse_metrics
 from .textcheck import check_no_subword_markers, check_segmented
@@ -41,15 +42,8 @@ _TOKENIZED_LINES_WARNING = 100
 PROGRESS_MIN_PAIRS = 10_000
 
 
-class _Parser(argparse.ArgumentParser):
-    """Reports usage errors like every other bad input: one line, exit status 2."""
-
-    def error(self, message):
-        raise InputError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="relpos-report",
         description="BLEU, TER and chrF of several systems per source-length bucket, with "
         "bootstrap confidence intervals and paired significance tests against a baseline.",
@@ -65,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a system's translations; repeat for each system")
     inputs.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
+    inputs.add_argument("--segment-scores", action="append", default=[],
+                        metavar="NAME:SYSTEM=FILE",
+                        help="a metric computed elsewhere (e.g. COMET): FILE has SYSTEM's score of "
+                        "each sentence, one per line; scored per bucket as their mean, with the "
+                        "same intervals and tests; repeat for every system")
     inputs.add_argument("--allow-subwords", action="store_true",
                         help="score references and translations that still carry BPE ('@@ ') or "
                         "SentencePiece markers as they are (refused otherwise)")
@@ -139,27 +138,14 @@ def main(argv=None) -> int:
     return run_command(build_parser, run, argv)
 
 
-def run_command(parser_factory, compute, argv=None) -> int:
-    """A command of the package: parse ``argv``, ``compute`` (markdown, files), print the
-    markdown, write the files.  Bad input is one ``error:`` line and exit status 2."""
-    try:
-        args = parser_factory().parse_args(argv)
-        markdown, outputs = compute(args)
-        # The table first, so that a failure to write the files does not lose the scores.
-        sys.stdout.write(markdown)
-        sys.stdout.flush()
-        write_atomically(outputs)
-    except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
 def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     """Everything but the printing and writing: the markdown report and the output files."""
     # Cheap checks first, so that a typo fails before minutes of TER.
     targets = _output_targets(args)
-    check_writable(targets.values())
+    systems_files = parse_named(args.system, "--system", "NAME=FILE")
+    names = [name for name, _ in systems_files]
+    score_files = segment_scores.parse_specs(args.segment_scores, names)
+    check_outputs(_output_files(targets), _input_files(args, systems_files, score_files))
     metrics = parse_metrics(args.metrics)
     check_resampling(args.bootstrap, args.ar_trials, args.seed)
     bleu_tokenizer = _bleu_tokenizer(args) if "bleu" in metrics else None
@@ -167,8 +153,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if args.quantiles is None:
         edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
         buckets = buckets_from_edges(edges)
-    systems_files = parse_system_specs(args.system)
-    check_baseline(args.baseline, [name for name, _ in systems_files])
+    check_baseline(args.baseline, names)
     if args.by_reference_length and args.length_file:
         raise InputError("--length-file already gives the lengths; drop --by-reference-length")
     if args.workers < 1:
@@ -179,20 +164,29 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if args.length_unit == "char" and given:
         raise InputError(f"--length-unit char counts the characters of the text itself; "
                          f"drop {given[0]}")
+    for option, path in (("--bpe-codes", args.bpe_codes), ("--spm-model", args.spm_model)):
+        if path:
+            existing_file(path, option)
     cache = None if args.no_cache else StatisticsCache(args.cache_dir or default_directory())
     if cache is not None:
         cache.create()
 
     start_time = time.perf_counter()
-    source = read_segments(args.source, "source")
-    references = [read_segments(path, "reference") for path in args.ref]
-    systems = {name: read_segments(path, "system") for name, path in systems_files}
-    length_lines = read_lines(args.length_file) if args.length_file else None
+    source = read_segments(args.source, "source", "--source")
+    references = [read_segments(path, "reference", "--ref") for path in args.ref]
+    systems = {name: read_segments(path, "system", f"--system {name}") for name, path in systems_files}
+    length_lines = read_lines(args.length_file, "--length-file") if args.length_file else None
+    scores = {metric: {name: segment_scores.read_scores(paths[0],
+                                                        f"{segment_scores.OPTION} {metric}:{name}")
+                       for name, paths in by_system.items()}
+              for metric, by_system in score_files.items()}
     scored = list(zip(args.ref, references))
     scored += [(path, systems[name]) for name, path in systems_files]
     parallel = [(args.source, source)] + scored
     if length_lines is not None:
         parallel.append((args.length_file, length_lines))
+    parallel += [(by_system[name][0], scores[metric][name])
+                 for metric, by_system in score_files.items() for name in by_system]
     check_parallel(parallel)
     if not args.allow_subwords:
         for path, segments in scored:
@@ -225,7 +219,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
         n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test,
         ar_trials=args.ar_trials, workers=args.workers,
-        cache=cache, progress=progress,
+        cache=cache, progress=progress, segment_scores=scores,
     )
     start_time = time.perf_counter()
     markdown = render.markdown_table(report, args.title)
@@ -237,20 +231,21 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
 
 def _rendered_outputs(args, targets, report, markdown, lengths, length_label) -> Dict[Path, bytes]:
     contents: Dict[Path, bytes] = {}
-    if "markdown" in targets:
-        contents[targets["markdown"]] = markdown.encode("utf-8")
-    if "json" in targets:
-        contents[targets["json"]] = render.json_text(report).encode("utf-8")
-    if "csv" in targets:
-        contents[targets["csv"]] = render.csv_text(report).encode("utf-8")
-    if "latex" in targets:
-        contents[targets["latex"]] = render.latex_table(report, args.title).encode("utf-8")
+    renderers = {
+        "markdown": lambda: markdown.encode("utf-8"),
+        "json": lambda: render.json_text(report).encode("utf-8"),
+        "csv": lambda: render.csv_text(report).encode("utf-8"),
+        "latex": lambda: render.latex_table(report, args.title).encode("utf-8"),
+    }
+    for kind, (_, path) in targets.items():
+        if kind in renderers:
+            contents[path] = renderers[kind]()
     if "plot" in targets:
-        prefix = targets["plot"]
+        prefix = targets["plot"][1]
         for fmt, data in render.bucket_plot(report, args.title, PLOT_FORMATS).items():
-            contents[prefix.with_name(f"{prefix.name}.{fmt}")] = data
+            contents[_with_format(prefix, fmt)] = data
     if "histogram" in targets:
-        path = targets["histogram"]
+        path = targets["histogram"][1]
         contents[path] = render.length_histogram(
             lengths, report.buckets, args.train_limit, args.title, length_label,
             fmt=path.suffix[1:].lower(),
@@ -258,19 +253,45 @@ def _rendered_outputs(args, targets, report, markdown, lengths, length_label) ->
     return contents
 
 
-def _output_targets(args) -> Dict[str, Path]:
-    """Output kind -> path: --out-dir's defaults, overridden by the individual flags."""
+def _output_targets(args) -> Dict[str, Tuple[str, Path]]:
+    """Output kind -> (the option that names it, its path): --out-dir's defaults,
+    overridden by the individual flags."""
     targets = {}
     if args.out_dir:
-        targets = {kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
+        targets = {kind: (f"--out-dir ({name})", Path(args.out_dir) / name)
+                   for kind, name in OUT_DIR_NAMES.items()}
     for kind in ("json", "csv", "latex", "plot", "histogram"):
         if getattr(args, kind):
-            targets[kind] = Path(getattr(args, kind))
-    if "plot" in targets and targets["plot"].suffix.lower()[1:] in PLOT_FORMATS:
-        targets["plot"] = targets["plot"].with_suffix("")  # a prefix given with an extension
-    if "histogram" in targets and targets["histogram"].suffix.lower()[1:] not in HISTOGRAM_FORMATS:
-        raise InputError(f"--histogram needs a .png, .pdf or .svg path, got {targets['histogram']}")
+            targets[kind] = (f"--{kind}", Path(getattr(args, kind)))
+    if "plot" in targets and targets["plot"][1].suffix.lower()[1:] in PLOT_FORMATS:
+        # a prefix given with an extension
+        targets["plot"] = (targets["plot"][0], targets["plot"][1].with_suffix(""))
+    if "histogram" in targets and targets["histogram"][1].suffix.lower()[1:] not in HISTOGRAM_FORMATS:
+        raise InputError(f"--histogram needs a .png, .pdf or .svg path, got {targets['histogram'][1]}")
     return targets
+
+
+def _output_files(targets) -> List[Tuple[str, Path]]:
+    """(option, path) of every file the targets make: the plot is one per format."""
+    files = []
+    for kind, (option, path) in targets.items():
+        paths = [_with_format(path, fmt) for fmt in PLOT_FORMATS] if kind == "plot" else [path]
+        files += [(option, path) for path in paths]
+    return files
+
+
+def _input_files(args, systems_files, score_files) -> List[Tuple[str, Path]]:
+    inputs = [("--source", args.source)] + [("--ref", path) for path in args.ref]
+    inputs += [(f"--system {name}", path) for name, path in systems_files]
+    inputs += [(option, getattr(args, option[2:].replace("-", "_")))
+               for option in ("--length-file", "--bpe-codes", "--spm-model")]
+    inputs += [(f"{segment_scores.OPTION} {metric}:{name}", paths[0])
+               for metric, by_system in score_files.items() for name, paths in by_system.items()]
+    return [(option, Path(path)) for option, path in inputs if path]
+
+
+def _with_format(prefix: Path, fmt: str) -> Path:
+    return prefix.with_name(f"{prefix.name}.{fmt}")
 
 
 def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], str]:
@@ -308,26 +329,6 @@ def _bleu_tokenizer(args) -> str:
                          f"not available: {' '.join(str(err).split())}") from None
 
 
-def check_writable(paths) -> None:
-    """Every output's folder, or the nearest one that exists, must be a folder this process
-    can write in: tried with a temporary file, so that a read-only folder fails now and not
-    after the scoring."""
-    for path in paths:
-        if Path(path).is_dir():
-            raise InputError(f"cannot write {path}: it is a folder")
-        folder = Path(path).parent
-        while not folder.exists():
-            folder = folder.parent
-        if not folder.is_dir():
-            raise InputError(f"cannot write {path}: {folder} is not a folder")
-        try:
-            with tempfile.NamedTemporaryFile(dir=folder, prefix=".relpos-report-probe."):
-                pass
-        except OSError as err:
-            raise InputError(f"cannot write {path}: {folder} is not writable "
-                             f"({err.strerror or err})") from None
-
-
 def _progress_line(line: str) -> None:
     print(f"[relpos-report] {line}", file=sys.stderr, flush=True)
 
@@ -338,24 +339,6 @@ def _warn_if_tokenized(systems: Dict[str, List[str]]) -> None:
         if tokenized >= _TOKENIZED_LINES_WARNING:
             print(f"warning: {tokenized} lines of {name} end in a tokenized period; "
                   "pass --tokenize none if the text is tokenized on purpose", file=sys.stderr)
-
-
-def write_atomically(contents: Dict[Path, bytes]) -> None:
-    """Write every file under a temporary name first and rename them all at the end, so
-    that a failure leaves no partial output behind."""
-    temporaries: Dict[Path, Path] = {}
-    try:
-        for path, data in contents.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            temporaries[path] = temporary
-            temporary.write_bytes(data)
-        for path, temporary in temporaries.items():
-            os.replace(temporary, path)
-    except OSError as err:
-        for temporary in temporaries.values():
-            temporary.unlink(missing_ok=True)
-        raise InputError(f"cannot write {err.filename or path}: {err.strerror or err}") from None
 
 
 if __name__ == "__main__":

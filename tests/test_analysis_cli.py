@@ -14,6 +14,8 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from analysis import report
+from analysis.evaluate import check_resampling
+from analysis.io import InputError
 from analysis.report import main
 
 WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
@@ -410,3 +412,98 @@ def test_unwritable_output_fails_before_any_input_is_read(data, tmp_path, capsys
     assert status == 2 and captured.out == ""
     assert captured.err.startswith(f"error: cannot write {out / 'report.md'}: ")
     assert "not writable" in captured.err or "not a folder" in captured.err
+
+
+@pytest.mark.parametrize("variant", ["trailing spaces", "CRLF line ends", "byte order mark"])
+def test_a_system_scoring_like_the_baseline_is_never_significant(data, tmp_path, capsys, variant):
+    """Text that differs from the baseline's only in what the metrics ignore has the same
+    sentence statistics: a zero difference, p = 1, marked '=' and never '*'."""
+    lines = data[SYSTEMS[0]].read_text(encoding="utf-8").splitlines()
+    same = tmp_path / "same.en"
+    if variant == "byte order mark":
+        same.write_bytes("\ufeff".encode("utf-8") + "".join(f"{line}\n" for line in lines).encode("utf-8"))
+    else:
+        end = "   \n" if variant == "trailing spaces" else "\r\n"
+        same.write_bytes("".join(line + end for line in lines).encode("utf-8"))
+    out = tmp_path / "report"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--system", f"same={same}", "--bootstrap", "100",
+                                                "--edges", "10", "--out-dir", str(out)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| same |"))
+    cells = row.strip("| ").split(" | ")[1:]
+    assert len(cells) == 9 and all(cell.endswith("=") for cell in cells), row
+    records = [r for r in json.loads((out / "report.json").read_text()) if r["system"] == "same"]
+    assert all(r["identical_to_baseline"] for r in records)
+    assert all(r[f"{metric}_p"] == 1.0 for r in records for metric in ("bleu", "ter", "chrf"))
+
+
+def test_too_many_resamples_are_refused_before_the_scoring(data, tmp_path, capsys):
+    status = main(base_args(data) + ["--bootstrap", "100000000", "--json", str(tmp_path / "r.json")])
+    assert status == 2 and not (tmp_path / "r.json").exists()
+    assert capsys.readouterr().err.startswith("error: --bootstrap 100000000: at most 100000")
+    # within the count, the draws (all at once, as sacrebleu's) must fit in memory
+    with pytest.raises(InputError, match=r"--bootstrap 50000 on 28075 sentences would draw .* "
+                                         r"\(10\.5 GiB: .*at most 9561 fit"):
+        check_resampling(50000, 1, 12345, n_sentences=28075)
+
+
+def test_the_files_are_written_before_the_table_meets_a_closed_stdout(data, tmp_path):
+    """`relpos-report ... | head`: a reader that stops early costs no output file and no
+    traceback."""
+    out = tmp_path / "report"
+    command = [sys.executable, "-m", "analysis.report"] + base_args(data, SYSTEMS[:2]) + [
+        "--metrics", "bleu", "--bootstrap", "10", "--out-dir", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader has gone before the first line
+    stderr = process.stderr.read().decode()
+    assert process.wait() == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+    assert {p.name for p in out.iterdir()} == OUT_DIR_FILES
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--json", "{tmp}/r", "--csv", "{tmp}/r"], "--json and --csv would both write {tmp}/r"),
+    (["--out-dir", "{tmp}/o", "--latex", "{tmp}/o/report.md"],
+     "--out-dir (report.md) and --latex would both write {tmp}/o/report.md"),
+    (["--plot", "{tmp}/fig", "--histogram", "{tmp}/fig.pdf"], "--plot and --histogram would both write"),
+    (["--json", "{src}"], "--json would overwrite {src}, the input given with --source"),
+])
+def test_outputs_on_one_path_or_on_an_input_are_refused(data, tmp_path, capsys, extra, message):
+    before = data["src"].read_bytes()
+    fill = {"tmp": tmp_path, "src": data["src"]}
+    assert main(base_args(data, SYSTEMS[:1]) + [arg.format(**fill) for arg in extra]) == 2
+    assert capsys.readouterr().err.startswith("error: " + message.format(**fill))
+    assert list(tmp_path.iterdir()) == [] and data["src"].read_bytes() == before
+
+
+def test_a_folder_given_as_a_file_names_its_option(data, tmp_path, capsys):
+    assert main(base_args(data, SYSTEMS[:1]) + ["--system", f"dir={tmp_path}"]) == 2
+    assert capsys.readouterr().err == f"error: --system dir: {tmp_path} is a folder; expected a file\n"
+    assert main(base_args(data, SYSTEMS[:1]) + ["--length-file", str(tmp_path / "gone")]) == 2
+    assert capsys.readouterr().err == f"error: --length-file: no such file: {tmp_path / 'gone'}\n"
+
+
+def test_a_system_without_length_ratio_is_null_in_valid_json(tmp_path, capsys):
+    """Empty references have no length to divide by: the ratio is null, not NaN (which
+    is no JSON)."""
+    source = tmp_path / "src"
+    source.write_text("".join(f"word{i} " * (i % 7 + 1) + "\n" for i in range(40)))
+    empty = tmp_path / "ref"
+    empty.write_text("\n" * 40)
+    path = tmp_path / "r.json"
+    assert main(["--source", str(source), "--ref", str(empty), "--system", f"copy={source}",
+                 "--metrics", "bleu", "--bootstrap", "0", "--json", str(path)]) == 0
+
+    def no_constants(name):
+        raise ValueError(f"{name} in JSON")
+
+    records = json.loads(path.read_text(), parse_constant=no_constants)
+    assert all(record["length_ratio"] is None for record in records if record["n"])
+
+
+def test_the_latex_table_spells_its_symbols_in_latex(data, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(base_args(data) + ["--metrics", "bleu", "--bootstrap", "50", "--edges", "10,20,30",
+                                   "--system", f"copy={data[SYSTEMS[0]]}", "--out-dir", str(out)]) == 0
+    latex = (out / "report.tex").read_text(encoding="utf-8")
+    assert latex.isascii(), [c for c in latex if not c.isascii()]
+    assert "$^\\dagger$" in latex and "$^*$" in latex and "$^{=}$" in latex

@@ -2,6 +2,7 @@
 translations of known quality: the ranking, the seeds' mean and spread against sacrebleu's
 own corpus scores, the pooled paired test, failures kept on the board, the training logs,
 and the refusals of bad input."""
+import csv
 import json
 import random
 import statistics
@@ -9,7 +10,7 @@ import statistics
 import pytest
 from sacrebleu.metrics import BLEU
 
-from analysis import leaderboard
+from analysis import board_render, leaderboard
 from analysis.board import build_board, training_info
 from analysis.buckets import buckets_from_edges
 from analysis.io import InputError
@@ -137,3 +138,96 @@ def test_cli_refusals(tmp_path, capsys, extra, message):
     assert leaderboard.main(base + [e.replace("h", str(tmp_path / "h")) if e.startswith("abs=") else e
                                     for e in extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def cli_args(known, tmp_path, systems=None):
+    """The leaderboard's command line for ``systems`` (default: all known ones)."""
+    refs, all_systems = known
+    args = ["--source", write(tmp_path / "src", refs), "--ref", write(tmp_path / "ref", refs),
+            "--train-limit", str(LIMIT), "--edges", f"{LIMIT},30", "--tokenize", "none",
+            "--bootstrap", "50", "--out-dir", str(tmp_path / "board")]
+    for name, seeds in (systems or all_systems).items():
+        files = [write(tmp_path / f"{name}.{k}", hyps) for k, hyps in enumerate(seeds)]
+        args += ["--system", f"{name}={','.join(files)}"]
+    return args
+
+
+def test_a_baseline_that_failed_on_every_seed_leaves_a_current_board(known, tmp_path, capsys):
+    """The board of what exists, naming the missing baseline, replaces the previous run's."""
+    refs, systems = known
+    assert leaderboard.main(cli_args(known, tmp_path) + ["--baseline", "abs"]) == 0
+    capsys.readouterr()
+    survivors = {name: seeds for name, seeds in systems.items() if name != "abs"}
+    assert leaderboard.main(cli_args(known, tmp_path, survivors) + [
+        "--baseline", "abs", "--failed", "abs=seed 1: diverged; seed 2: diverged"]) == 0
+    table = capsys.readouterr().out
+    assert "| – | abs (baseline) — failed: seed 1: diverged; seed 2: diverged |" in table
+    assert "The baseline, abs, has no translations (seed 1: diverged; seed 2: diverged): no paired tests." in table
+    assert not any("\\*" in line for line in table.splitlines() if line.startswith("|"))  # nothing tested
+    board = tmp_path / "board"
+    assert (board / "board.md").read_text() == table
+    data = json.loads((board / "board.json").read_text())
+    assert data["baseline"] == "abs" and data["baseline_failure"].startswith("seed 1")
+    assert [(r["rank"], r["system"]) for r in data["records"] if r["set"] == "beyond"] == [(1, "rel"), (2, "mid")]
+    assert all(r["bleu_p"] is None for r in data["records"] if r["set"])
+    with open(board / "board.csv", newline="") as f:
+        assert ("abs", "seed 1: diverged; seed 2: diverged") in {(r["system"], r["failure"]) for r in csv.DictReader(f)}
+
+
+def test_a_board_of_failures_only_is_written(known, tmp_path, capsys):
+    refs, _ = known
+    args = ["--source", write(tmp_path / "src", refs), "--ref", write(tmp_path / "ref", refs),
+            "--train-limit", str(LIMIT), "--out-dir", str(tmp_path / "board"),
+            "--failed", "abs=diverged", "--failed", "rel=refused long inputs"]
+    assert leaderboard.main(args) == 0
+    table = capsys.readouterr().out
+    assert "abs (baseline) — failed: diverged" in table and "rel — failed: refused long inputs" in table
+    with open(tmp_path / "board" / "board.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(row["system"], row["failure"], row["rank"]) for row in rows] == [
+        ("abs", "diverged", ""), ("rel", "refused long inputs", "")]
+
+
+def test_a_system_scoring_like_the_baseline_is_never_significant_on_the_board(known, tmp_path, capsys):
+    refs, systems = known
+    spaced = {"abs": systems["abs"], "spaced": [[hyp + "  " for hyp in seed] for seed in systems["abs"]]}
+    lengths = [len(ref.split()) for ref in refs]
+    board = build_board(lengths, refs, spaced, buckets_from_edges([LIMIT, 30]), LIMIT, tokenize="none",
+                        n_bootstrap=100, seed=1)
+    row = board.row("spaced")
+    for cell in row.cells + [row.beyond]:
+        assert all(p == 1.0 for p in cell.p_values.values())
+    table = board_render.markdown_table(board)
+    assert not any("\\*" in line for line in table.splitlines() if line.startswith("|"))
+
+
+@pytest.mark.parametrize("log, message", [
+    ("a folder", "--train-log abs: {path} is a folder; expected a file"),
+    (["BLEU = 12.3", "nothing from fairseq"], "--train-log abs: {path} is not a fairseq-train log"),
+])
+def test_a_training_log_that_is_not_fairseqs_is_refused(tmp_path, capsys, log, message):
+    source = write(tmp_path / "src", ["a b", "c d"])
+    if log == "a folder":
+        path = tmp_path / "logs"
+        path.mkdir()
+    else:
+        path = tmp_path / "train.log"
+        write(path, log)
+    assert leaderboard.main(["--source", source, "--ref", source, "--train-limit", "10",
+                             "--system", f"abs={source}", "--train-log", f"abs={path}"]) == 2
+    assert capsys.readouterr().err.startswith("error: " + message.format(path=path))
+
+
+def test_one_writer_per_format_for_the_board(known, tmp_path, capsys):
+    """The board's LaTeX spells its symbols in LaTeX (the markdown's ±, †, ∞ and — are no
+    LaTeX), and special characters of names are escaped in both formats."""
+    refs, systems = known
+    renamed = {"a|b_c&d": systems["abs"], "rel": systems["rel"]}
+    assert leaderboard.main(cli_args(known, tmp_path, renamed) + [
+        "--failed", "huang3=seed 1: 100% of memory"]) == 0
+    table = capsys.readouterr().out
+    assert "| a\\|b_c&d (baseline) |" in table
+    latex = (tmp_path / "board" / "board.tex").read_text(encoding="utf-8")
+    assert latex.isascii(), sorted({c for c in latex if not c.isascii()})
+    assert "a\\textbar{}b\\_c\\&d (baseline)" in latex and "huang3 --- failed: seed 1: 100\\% of memory" in latex
+    assert " $\\pm$ " in latex and "$^\\dagger$" in latex and "21--$\\infty$" in latex

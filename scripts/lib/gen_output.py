@@ -3,14 +3,18 @@
 
     gen_output.py --log generate.log --n 28075 --out hyp.seg
 
-fairseq-generate prints "H-<id>\\t<score>\\t<tokens>" in batch order; this writes line <id>
-of OUT for every id 0..N-1.  A sentence without a hypothesis (one that fairseq skipped, e.g.
-with --skip-invalid-size-inputs-valid-test) is an error: an empty line in its place would be
-scored as a translation.  Written under a temporary name first.
+Line <id> of OUT is the best hypothesis of sentence <id> (its first "H-<id>" line: with
+--nbest fairseq prints the best first), for every id 0..N-1, read by the length report's
+own reader (analysis.io.fairseq_segments).  A sentence without a hypothesis (one that
+fairseq skipped, e.g. with --skip-invalid-size-inputs-valid-test) or an id beyond the N
+source lines is an error: an empty line in its place would be scored as a translation.
+OUT is written under a temporary name first.
 """
 import argparse
-import os
 import sys
+from pathlib import Path
+
+from analysis.io import InputError, fairseq_segments, read_lines, write_files
 
 
 def main(argv=None):
@@ -19,28 +23,12 @@ def main(argv=None):
     ap.add_argument("--n", type=int, required=True, help="number of source lines")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-
-    hyps = {}
-    with open(a.log, encoding="utf-8", errors="replace", newline="\n") as f:
-        for line in f:
-            if line.startswith("H-"):
-                head, _, rest = line.rstrip("\n").partition("\t")
-                _score, _, text = rest.partition("\t")
-                hyps[int(head[2:])] = text
-    missing = [i for i in range(a.n) if i not in hyps]
-    extra = [i for i in hyps if not 0 <= i < a.n]
-    if extra:
-        raise SystemExit(f"error: {a.log} has hypotheses for ids {extra[:5]}... beyond the "
-                         f"{a.n} source lines")
-    if missing:
-        raise SystemExit(f"error: {a.log} has no hypothesis for {len(missing)} of {a.n} sentences "
-                         f"(ids {missing[:10]}{'...' if len(missing) > 10 else ''}): fairseq "
-                         "skipped them (sources longer than the model's maximum positions?)")
-    tmp = f"{a.out}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as out:
-        for i in range(a.n):
-            out.write(hyps.get(i, "") + "\n")
-    os.replace(tmp, a.out)
+    try:
+        hypotheses = fairseq_segments(read_lines(a.log, "--log"), "H", a.log, n_sentences=a.n)
+        write_files({Path(a.out): "".join(hyp + "\n" for hyp in hypotheses).encode("utf-8")})
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
