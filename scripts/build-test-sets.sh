@@ -38,9 +38,11 @@
 #   --offline          never download (default: as the preparation)
 #   --online           allow downloading dev.tgz/test.tgz from data.statmt.org
 #   --threads N        parallel workers
+#   --dry-run          list every step with its command and whether it is done; run nothing
 #   -h, --help         this help
-# Re-running skips sets that are complete (PREPARED/testsets/NAME/.done, all files present,
-# built after the dictionaries and, for the joined sets, after the set they join).
+# Re-running skips what is done: each step's manifest (PREPARED/testsets/NAME/.steps/) records
+# its command and the content of its inputs, so a set is rebuilt when its text, the
+# segmentation or the dictionaries changed, or a file of it was deleted (docs/reproducing.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe build-test-sets "$@"

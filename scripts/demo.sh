@@ -21,10 +21,11 @@
 #      system.  A pair's length is the longer of its two sides in subword tokens: the filter
 #      removed training pairs by either side, so that is what "beyond the training lengths"
 #      means here.
-# Each step is skipped when its output is complete for the same options, so a re-run resumes;
-# a step whose options changed is redone.  The demo deletes only what it made: a folder in
-# --out-dir that it did not make is refused, by name, before any work.  It prints how long
-# each phase took.
+# Each step is skipped when its manifest (FOLDER/.steps/) says it ran with the same command on
+# the same inputs, so a re-run resumes; a step whose options changed is redone, replacing only
+# its own files.  A folder in --out-dir that the demo did not make is refused, by name, before
+# any work; a moved or copied --out-dir is still the same run.  It prints how long each phase
+# took.
 #
 # Options:
 #   --systems LIST       comma-separated architectures, the first is the baseline (default
@@ -39,6 +40,7 @@
 #   --gpus N             train and translate on N GPUs instead (fp16), --threads systems at a
 #                        time shared out among them; a model trained on the other device is
 #                        trained again (default 0: CPU only, the same translations on every run)
+#   --dry-run            list every step with its command and whether it is done; run nothing
 #   -h, --help           this help
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"

@@ -20,8 +20,8 @@
 #      and the hypothesis/reference length ratio per length bucket as mean ± sd over seeds,
 #      the parameter count, the step time relative to the first system (the baseline), and
 #      a paired bootstrap test against the baseline per bucket over the seeds pooled.
-# Re-running continues where a run stopped: finished models and translations are reused
-# (train.sh resumes an interrupted training); a failed system is tried again.
+# Re-running continues where a run stopped: finished models and translations are reused (an
+# interrupted training resumes from its last checkpoint); a failed system is tried again.
 #
 # Options:
 #   --systems LIST     comma-separated architectures, the first is the baseline (default:
@@ -37,6 +37,7 @@
 #   --gpus N           train and translate on N GPUs instead (fp16), --threads systems at a
 #                      time shared out among them; a model trained on the other device is
 #                      trained again (default 0: CPU only, the same translations on every run)
+#   --dry-run          list every step with its command and whether it is done; run nothing
 #   -h, --help         this help
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"

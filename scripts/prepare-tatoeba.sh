@@ -44,10 +44,11 @@
 #   --bpe-merges N           joint BPE merge operations (default 10000)
 #   --clean-ratio R          maximum length ratio of a training pair (default 9)
 #   --threads N              parallel workers (default: all cores)
+#   --dry-run                list every step with its command and whether it is done
 #   -h, --help               this help
 # Re-running skips completed steps; the settings that define the data (the file's content
-# by sha256, seed, sizes, limit, merges) are recorded in DIR/config.env and cannot change
-# in an existing DIR.
+# by sha256, seed, sizes, limit, merges) are recorded in the steps' manifests (DIR/.steps/)
+# and cannot change in an existing DIR.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe prepare-tatoeba "$@"

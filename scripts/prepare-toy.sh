@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare the synthetic language pair of the demo (scripts/lib/toy_corpus.py) the
-# way prepare-wmt19-de-en.sh prepares WMT19: the same steps, stamps and output layout, so
+# way prepare-wmt19-de-en.sh prepares WMT19: the same steps and output layout, so
 # that build-test-sets.sh, train.sh and translate.sh work on it unchanged.
 #
 # Usage: scripts/prepare-toy.sh [options]
@@ -30,11 +30,12 @@
 #   --clean-ratio R       maximum length ratio of a pair (default 9)
 #   --shards N            training shards = dev evaluations per epoch (default 1)
 #   --threads N           parallel workers (default: all cores)
+#   --dry-run             list every step with its command and whether it is done
 #   -h, --help            this help
 #
-# Re-running skips completed steps (stamps in WORK/.done; a step whose outputs were deleted
-# is redone, with the steps that depend on it).  Settings that change the data are recorded
-# in WORK/config.env and cannot change in an existing WORK.
+# Re-running skips completed steps (manifests in WORK/.steps; a step whose outputs were
+# deleted is redone, and the steps after it when it came out different).  Settings that change the data are recorded
+# in the manifests and cannot change in an existing WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe prepare-toy "$@"

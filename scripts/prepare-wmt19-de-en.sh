@@ -28,12 +28,13 @@
 #   --clean-ratio R       maximum length ratio of a pair (default 9, Moses' clean-corpus-n)
 #   --shards N            training shards = checkpoints and dev evaluations per epoch (default 8)
 #   --threads N           parallel workers (default: all cores)
+#   --dry-run             list every step with its command and whether it is done
 #   -h, --help            this help
 #
-# Re-running skips completed steps (stamps in WORK/.done; a step whose outputs were deleted
-# is redone, with the steps that depend on it); a new --max-len only adds its own filter and
+# Re-running skips completed steps (manifests in WORK/.steps; a step whose outputs were
+# deleted is redone, and the steps after it when it came out different); a new --max-len only adds its own filter and
 # binarization.  Settings that change the data (corpora, BPE, cleaning, shards)
-# are recorded in WORK/config.env and cannot change in an existing WORK.
+# are recorded in the manifests and cannot change in an existing WORK.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe prepare-wmt19-de-en "$@"

@@ -34,6 +34,7 @@
 #   --clean-ratio R       maximum length ratio of a pair (default 9)
 #   --shards N            training shards = checkpoints and dev evaluations per epoch (default 8)
 #   --threads N           parallel workers (default: all cores)
+#   --dry-run             list every step with its command and whether it is done
 #   -h, --help            this help
 #
 # Re-running skips completed steps; see prepare-wmt19-de-en.sh.

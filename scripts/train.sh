@@ -54,9 +54,11 @@
 #   --dry-run                 print the fairseq-train command and exit
 #   -h, --help                this help
 # Re-running resumes from SAVE_DIR/checkpoint_last.pt (an empty or truncated one is refused,
-# by name); once training has finished (SAVE_DIR/train.done) it does nothing if the settings
-# are the same and refuses otherwise.  Delete train.done to train on (e.g. with a larger
-# --max-epochs).  A SAVE_DIR holding a model of another --arch or --data is refused.
+# by name); a training that reached --max-update is finished, not trained one update more.
+# Once training has finished (SAVE_DIR/.steps/train.json, its manifest) it does nothing if the
+# settings are the same.  A SAVE_DIR holding a checkpoint trained with other settings (another
+# --arch, --data, --lr, ...) is refused, naming what differs; delete its manifest to train on
+# with the new settings (e.g. a larger --max-epochs).  fairseq's output goes to SAVE_DIR/train.log.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe train "$@"

@@ -32,9 +32,9 @@
 #   -h, --help        this help
 # Every sentence gets its translation, or the script fails: a source longer than the model's
 # maximum positions is an error, never an empty hypothesis.
-# Re-running does nothing when OUT/translate.done records the same fairseq-generate command
-# (checkpoint, test set, beam and every other option) and neither CKPT nor the test set
-# changed since; otherwise it translates again.
+# Re-running does nothing when the manifest OUT/.steps/translate.json records the same
+# fairseq-generate command (checkpoint, test set, beam and every other option) and the same
+# content of CKPT and the test set; otherwise it translates again.  Its output: OUT/translate.log.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe translate "$@"

@@ -2,6 +2,7 @@
 the leaderboard's quick mode on the same folder reuses its data and models."""
 import json
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -53,8 +54,7 @@ def test_quick_leaderboard_reuses_the_demo_and_keeps_a_failed_system_on_the_boar
     quick_demo, _, demo_result = quick_demo
     assert demo_result.returncode == 0, "the quick demo failed (see the test above)"
     broken = quick_demo / "transformer_alibi"
-    broken.mkdir()
-    (broken / "demo.settings").write_text((quick_demo / "transformer_abs" / "demo.settings").read_text())
+    (broken / ".steps").mkdir(parents=True)  # a folder of the demo's
     (broken / "checkpoint_last.pt").write_bytes(b"PK\x03\x04 cut short")
     board = ["bash", str(REPO_ROOT / "scripts/leaderboard.sh"), "--quick", "--updates", "60",
              "--systems", "transformer_abs,transformer_rel,transformer_alibi", "--seeds", "1",
@@ -72,3 +72,27 @@ def test_quick_leaderboard_reuses_the_demo_and_keeps_a_failed_system_on_the_boar
         assert all(r["parameters"] for r in records if r["rank"])
         for name in ("board.md", "board.csv", "board.tex", "bleu.png", "length_ratio.png"):
             assert (folder / name).stat().st_size > 0
+
+
+def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(quick_demo, tmp_path):
+    """A copied (or moved) --out-dir is the same run: nothing is redone.  Changing an option
+    redoes what it changes, replacing only the files those steps made: notes a user put in a
+    model folder or a report folder stay."""
+    out, demo, result = quick_demo
+    assert result.returncode == 0, "the quick demo failed (see the test above)"
+    copy = tmp_path / "copied demo"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("lock"))
+    command = [*demo[:demo.index("--out-dir")], "--out-dir", str(copy)]
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "start " not in again.stderr, again.stderr[-3000:]
+    notes = [copy / "transformer_abs" / "NOTES.txt", copy / "report" / "test" / "NOTES.txt"]
+    for note in notes:
+        note.write_text("mine\n")
+    before = (copy / "transformer_abs" / "checkpoint_best.pt").read_bytes()
+    changed = [*command[:command.index("--updates") + 1], "61", *command[command.index("--updates") + 2:],
+               "--systems", "transformer_abs,transformer_rel"]
+    redone = subprocess.run(changed, capture_output=True, text=True, timeout=600)
+    assert redone.returncode == 0, redone.stderr[-3000:]
+    assert "start train transformer_abs (done before with another command)" in redone.stderr
+    assert (copy / "transformer_abs" / "checkpoint_best.pt").read_bytes() != before
+    assert all(note.read_text() == "mine\n" for note in notes)

@@ -806,3 +806,33 @@ def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder):
     assert proc.returncode != 0
     assert f"{out / folder} exists and was not made by demo.sh" in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_a_training_ended_before_it_was_marked_done_is_not_trained_further(toy, tmp_path):
+    """Killed after its last checkpoint but before its manifest said done: the re-run ends
+    where the uninterrupted training ended (fairseq alone would take one more update)."""
+    save = tmp_path / "copy"
+    shutil.copytree(toy["save"], save)
+    (save / ".steps" / "train.json").unlink()
+    before = (save / "checkpoint_last.pt").read_bytes()
+    train = [arg if arg != toy["save"] else save for arg in toy["train"]]
+    proc = run(train)
+    assert "has reached --max-update 12: training had finished" in proc.stdout
+    assert (save / "checkpoint_last.pt").read_bytes() == before
+    assert "skip  train transformer_abs (done)" in run(train).stderr
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_a_typo_in_the_arch_does_not_block_the_corrected_command(toy, tmp_path):
+    save = tmp_path / "typo"
+    train = [arg if arg != toy["save"] else save for arg in toy["train"]]
+    typo = list(train)
+    typo[typo.index("transformer_abs")] = "transformer_nonexistent"
+    assert run(typo, check=False).returncode != 0
+    proc = run(train)  # no checkpoint of the typo exists: nothing to protect
+    assert "start train transformer_abs (started before with another command)" in proc.stderr \
+        or "start train transformer_abs (failed before with another command)" in proc.stderr
+    assert (save / "checkpoint_best.pt").exists()

@@ -18,7 +18,8 @@
 #   --work-root DIR    prepared data (default work/, with SMOKE=1 work/smoke/)
 #   --runs-root DIR    models, translations, reports (default runs/, with SMOKE=1 runs/smoke/)
 #   --system LABEL=ARCH@MAXLEN   add a system (e.g. a new scheme) to every report; repeatable
-#   --dry-run          print the commands instead of running them
+#   --threads N        steps at a time (default: all cores; each GPU training takes them all)
+#   --dry-run          list every step with its command and whether it is done; run nothing
 #   -h, --help         this help
 # Environment: SMOKE=1 (tiny data from SMOKE_DATA, default ../shared/data/wmt-newstest, and
 # 1+1-layer models on CPU); TRAIN_EXTRA_ARGS (extra train.sh/fairseq-train arguments);

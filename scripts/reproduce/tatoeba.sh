@@ -32,10 +32,11 @@
 #   --out-dir DIR      models, translations, reports (default runs/tatoeba; SMOKE=1:
 #                      runs/smoke/tatoeba)
 #   --threads N        cores to use (default: all)
+#   --dry-run          list every step with its command and whether it is done; run nothing
 #   -h, --help         this help
 # Environment: SMOKE=1 runs every step on every 85th pair of SMOKE_DATA (default
 # ../shared/data/tatoeba-deu-eng/deu.txt next to the checkout) with 1+1-layer models and 16
-# updates, in a few minutes; TRAIN_EXTRA_ARGS adds train.sh/fairseq-train arguments.
+# updates (an explicit --updates is kept), in a few minutes; TRAIN_EXTRA_ARGS adds train.sh/fairseq-train arguments.
 # Re-running resumes: finished steps are skipped, training resumes from its last checkpoint.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/recipe.sh"

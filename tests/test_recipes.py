@@ -1,0 +1,63 @@
+"""The recipes' command lines (scripts/*.sh over python -m recipes): bad options are refused
+up front, naming the option and what it expects, before any folder is made; a folder is used
+by one run at a time."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from recipes.engine import FolderLock
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "scripts"
+
+
+def script(name, *args, env=None):
+    full_env = {**os.environ, **(env or {})}
+    if os.environ.get("VIRTUAL_ENV"):
+        full_env["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
+    return subprocess.run(["bash", str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+                          env=full_env, cwd=REPO)
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("demo.sh", ["--threads", "0"], "--threads: expected a positive integer, got '0'"),
+    ("demo.sh", ["--threads", "abc"], "--threads: expected a positive integer, got 'abc'"),
+    ("demo.sh", ["--threads"], "--threads: expected one argument"),
+    ("demo.sh", ["--systems", ","], "--systems: expected comma-separated names, got ','"),
+    ("leaderboard.sh", ["--systems", "transformer_abs,,transformer_rel"], "--systems: expected comma-separated names"),
+    ("demo.sh", ["--updates", "-5"], "--updates: expected a positive integer, got '-5'"),
+    ("demo.sh", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("prepare-toy.sh", ["--bpe-merges", "0"], "--bpe-merges: expected a positive integer, got '0'"),
+    ("prepare-wmt19-de-en.sh", ["--corpora", "europarl,wikipedia"], "--corpora: unknown corpus wikipedia"),
+    ("reproduce/table3.sh", ["--system", "oops"], "--system wants LABEL=ARCH@MAXLEN, got 'oops'"),
+    ("reproduce/tatoeba.sh", ["--updates", "x"], "--updates: expected a positive integer, got 'x'"),
+])
+def test_bad_options_are_refused_before_any_work(tmp_path, name, args, message):
+    out = tmp_path / "out"
+    folder_option = {"demo.sh": "--out-dir", "leaderboard.sh": "--out-dir", "prepare-toy.sh": "--work-dir",
+                     "prepare-wmt19-de-en.sh": "--work-dir", "reproduce/table3.sh": "--runs-root",
+                     "reproduce/tatoeba.sh": "--out-dir"}[name]
+    proc = script(name, *args, folder_option, out)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("char", [",", ":"])
+def test_a_folder_fairseq_would_split_is_refused(tmp_path, char):
+    out = tmp_path / f"a{char}b"
+    proc = script("demo.sh", "--out-dir", out)
+    assert proc.returncode != 0 and "fairseq reads as a separator of data paths" in proc.stderr
+    assert f"--out-dir: '{out}' has a '{char}'" in proc.stderr
+    assert not out.exists()
+
+
+def test_a_folder_in_use_by_another_run_is_refused_by_name(tmp_path):
+    work = tmp_path / "toy"
+    with FolderLock([work], "bash scripts/prepare-toy.sh (the first run)"):
+        proc = script("prepare-toy.sh", "--work-dir", work, "--train-pairs", "50")
+    assert proc.returncode != 0
+    assert f"{work} is in use by another run (pid {os.getpid()} " in proc.stderr
+    assert "the first run" in proc.stderr
+    assert sorted(p.name for p in work.iterdir()) == [".steps"]
