@@ -113,12 +113,12 @@ def test_hydra_finds_its_plugins_without_find_module():
 
 def test_fairseq_imports_without_typing_io():
     """Python 3.13 removed typing.io, which antlr4 4.8 and hydra 1.0.7's grammar import on
-    every fairseq command: removed here too before start-up (python -S, then the start-up's
-    site.main(), .pth files included), fairseq still imports, and fails as on 3.13 with the
-    fix off."""
+    every fairseq command: removed here too (where it exists) before start-up (python -S,
+    then the start-up's site.main(), .pth files included), fairseq still imports, and fails
+    as on 3.13 with the fix off."""
     code = (
         "import sys, typing\n"
-        "del sys.modules['typing.io'], typing.io\n"
+        "sys.modules.pop('typing.io', None), vars(typing).pop('io', None)\n"
         "import site\n"
         "site.main()\n"
         "import fairseq, antlr4, hydra.core.override_parser.overrides_parser\n"
