@@ -6,9 +6,10 @@ interpreter starts; that is what makes the stock ``fairseq-*`` console scripts w
 must stay cheap: it imports nothing heavy and patches each fairseq module only when that
 module is first imported (a post-import hook), never fairseq eagerly.
 
-Every fix touches fairseq's, hydra's and antlr4's view of the stack only (fairseq config
-classes, names inside fairseq modules, the ``typing.io`` alias that 3.13 dropped), is a no-op
-on a stack that does not need it, and can be switched off:
+Every fix touches only fairseq's and hydra's config classes or names inside fairseq and
+hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13
+dropped (for antlr4 and hydra); each is a no-op on a stack that does not need it, and can be
+switched off:
 
     FAIRSEQ_RELPOS_COMPAT=0              switch every fix off
     FAIRSEQ_RELPOS_COMPAT_<NAME>=0       switch one fix off (NAME as in FIXES, upper case)
