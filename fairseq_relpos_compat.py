@@ -1,12 +1,15 @@
-"""Start-up fixes that let fairseq 0.12.2 run on Python >= 3.11, torch >= 2.6 and numpy 2.
+"""Start-up fixes that let fairseq 0.12.2 run on Python 3.11 to 3.13, torch >= 2.6, numpy 2
+and bitarray 3.
 
 Installed with a ``fairseq_relpos_compat.pth`` file, so this module is imported when the
 interpreter starts; that is what makes the stock ``fairseq-*`` console scripts work.  It
 must stay cheap: it imports nothing heavy and patches each fairseq module only when that
 module is first imported (a post-import hook), never fairseq eagerly.
 
-Every fix touches fairseq or hydra classes only, is a no-op on a stack that does not need
-it, and can be switched off:
+Every fix touches only fairseq's and hydra's config classes or names inside fairseq and
+hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13
+dropped (for antlr4 and hydra); each is a no-op on a stack that does not need it, and can be
+switched off:
 
     FAIRSEQ_RELPOS_COMPAT=0              switch every fix off
     FAIRSEQ_RELPOS_COMPAT_<NAME>=0       switch one fix off (NAME as in FIXES, upper case)
@@ -38,11 +41,29 @@ def _version_tuple(version):
     return tuple(int(part) for part in version.split("+")[0].split(".")[:2])
 
 
+def _module_with(module, **overrides):
+    """A copy of ``module`` with some names replaced, to hand to one fairseq module as its
+    import, so the real module stays untouched for everyone else."""
+    copy = types.ModuleType(module.__name__)
+    copy.__dict__.update(module.__dict__)
+    copy.__dict__.update(overrides)
+    return copy
+
+
 # --- 1. dataclass_hash ------------------------------------------------------------------
 # Python 3.11 rejects a dataclass field whose default is an instance of an unhashable
-# class; fairseq's and hydra 1.0.7's configs nest dataclass instances as defaults.  Giving
-# those classes identity hashing is what Python < 3.11 accepted implicitly.
-_CONFIG_PACKAGES = ("fairseq", "fairseq_cli", "hydra")
+# class; fairseq's configs (and a plugin's, wherever it lives) nest FairseqDataclass
+# instances as defaults, and hydra 1.0.7's own configs nest its dataclasses.  Giving those
+# classes identity hashing is what Python < 3.11 accepted implicitly.
+_FAIRSEQ_CONFIG_BASE = ("fairseq.dataclass.configs", "FairseqDataclass")
+
+
+def _is_config_class(cls):
+    """A FairseqDataclass subclass (found by name: fairseq need not be imported yet) or a
+    hydra dataclass (they share no base class)."""
+    return cls.__module__.split(".")[0] == "hydra" or any(
+        (base.__module__, base.__qualname__) == _FAIRSEQ_CONFIG_BASE for base in cls.__mro__
+    )
 
 
 def _fix_dataclass_hash():
@@ -53,7 +74,7 @@ def _fix_dataclass_hash():
     @functools.wraps(process_class)
     def process_class_with_identity_hash(cls, *args, **kwargs):
         cls = process_class(cls, *args, **kwargs)
-        if cls.__module__.split(".")[0] in _CONFIG_PACKAGES and cls.__hash__ is None:
+        if cls.__hash__ is None and _is_config_class(cls):
             cls.__hash__ = object.__hash__
         return cls
 
@@ -68,10 +89,7 @@ def _fix_dataclass_hash():
 def _torch_with_full_load(torch):
     if _version_tuple(torch.__version__) < (2, 6):
         return torch
-    shim = types.ModuleType("torch")
-    shim.__dict__.update(torch.__dict__)
-    shim.load = functools.partial(torch.load, weights_only=False)
-    return shim
+    return _module_with(torch, load=functools.partial(torch.load, weights_only=False))
 
 
 def _fix_checkpoint_load(module):
@@ -103,14 +121,8 @@ def _fix_better_transformer(module):
 # --- 4. numpy_aliases -------------------------------------------------------------------
 # numpy >= 1.24 removed np.int / np.float, which a few fairseq modules still name.
 def _fix_numpy_aliases(module):
-    import numpy
-
-    if hasattr(numpy, "float") and hasattr(numpy, "int"):
-        return
-    shim = types.ModuleType("numpy")
-    shim.__dict__.update(numpy.__dict__)
-    shim.int, shim.float = int, float
-    module.np = shim
+    if not (hasattr(module.np, "float") and hasattr(module.np, "int")):
+        module.np = _module_with(module.np, int=int, float=float)
 
 
 # --- 5. sacrebleu_score -----------------------------------------------------------------
@@ -121,15 +133,13 @@ def _fix_sacrebleu_score(module):
 
     if _version_tuple(sacrebleu.__version__) < (2, 0):
         return
-    shim = types.ModuleType("sacrebleu")
-    shim.__dict__.update(sacrebleu.__dict__)
 
     def corpus_bleu(hypotheses, references, **kwargs):
         hypotheses = [line.rstrip("\n") for line in hypotheses]
         references = [[line.rstrip("\n") for line in ref] for ref in references]
         return sacrebleu.corpus_bleu(hypotheses, references, **kwargs)
 
-    shim.corpus_bleu = corpus_bleu
+    shim = _module_with(sacrebleu, corpus_bleu=corpus_bleu)
     # score.py imports sacrebleu inside cli_main(): lend it the shim for that call only.
     main = module.cli_main
 
@@ -206,10 +216,62 @@ def _fix_hydra_plugin_scan(module):
         for info in pkgutil.walk_packages(*args, **kwargs):
             yield info._replace(module_finder=_FinderWithFindModule(info.module_finder))
 
-    shim = types.ModuleType("pkgutil")
-    shim.__dict__.update(pkgutil.__dict__)
-    shim.walk_packages = walk_packages
-    module.pkgutil = shim
+    module.pkgutil = _module_with(pkgutil, walk_packages=walk_packages)
+
+
+# --- 9. numpy2_api ----------------------------------------------------------------------
+# numpy 2 removed np.compat, whose np.compat.long (the int type) fairseq's language-pair
+# dataset names with --num-batch-buckets and its token-block dataset with break mode
+# "eos"; it also removed np.percentile's interpolation= (now method=), which fairseq's
+# length buckets pass.
+def _percentile_with_interpolation(percentile):
+    @functools.wraps(percentile)
+    def percentile_accepting_interpolation(*args, interpolation=None, **kwargs):
+        if interpolation is not None:
+            kwargs["method"] = interpolation
+        return percentile(*args, **kwargs)
+
+    return percentile_accepting_interpolation
+
+
+def _fix_numpy2_api(module):
+    import inspect
+
+    import numpy
+
+    overrides = {}
+    if not hasattr(numpy, "compat"):
+        overrides["compat"] = types.SimpleNamespace(long=int)
+    if "interpolation" not in inspect.signature(numpy.percentile).parameters:
+        overrides["percentile"] = _percentile_with_interpolation(numpy.percentile)
+    if overrides:
+        module.np = _module_with(module.np, **overrides)
+
+
+# --- 10. bitarray_rindex ----------------------------------------------------------------
+# bitarray 3 removed util.rindex(a, value); bitarray >= 2.9 spells it a.index(value,
+# right=True).  fairseq's Huffman coder calls it to strip a sentence's padding, so every
+# read of a --dataset-impl huffman dataset failed.
+def _rindex(array, sub_bitarray=1, start=0, stop=sys.maxsize):
+    return array.index(sub_bitarray, start, stop, right=True)
+
+
+def _fix_bitarray_rindex(module):
+    if not hasattr(module.util, "rindex"):
+        module.util = _module_with(module.util, rindex=_rindex)
+
+
+# --- 11. typing_io ----------------------------------------------------------------------
+# Python 3.13 removed the typing.io pseudo-module; antlr4 4.8 and hydra 1.0.7's grammar,
+# both imported by every fairseq command, do `from typing.io import TextIO`.
+def _fix_typing_io(typing):
+    if "typing.io" in sys.modules:
+        return
+    typing_io = types.ModuleType("typing.io")
+    typing_io.IO, typing_io.TextIO, typing_io.BinaryIO = typing.IO, typing.TextIO, typing.BinaryIO
+    typing_io.__all__ = ["IO", "TextIO", "BinaryIO"]
+    typing.io = typing_io
+    sys.modules["typing.io"] = typing_io
 
 
 # fix name -> (module it patches when imported, patch); dataclass_hash runs at start-up.
@@ -227,6 +289,13 @@ FIXES = {
     "cpu_ddp": [("fairseq.models.distributed_fairseq_model", _fix_cpu_ddp)],
     "user_dir_by_name": [("fairseq.utils", _fix_user_dir_by_name)],
     "hydra_plugin_scan": [("hydra.core.plugins", _fix_hydra_plugin_scan)],
+    "numpy2_api": [
+        ("fairseq.data.data_utils", _fix_numpy2_api),
+        ("fairseq.data.language_pair_dataset", _fix_numpy2_api),
+        ("fairseq.data.token_block_dataset", _fix_numpy2_api),
+    ],
+    "bitarray_rindex": [("fairseq.data.huffman.huffman_coder", _fix_bitarray_rindex)],
+    "typing_io": [("typing", _fix_typing_io)],
 }
 
 

@@ -36,7 +36,8 @@ setup(
     "with length-bucket analysis of machine translation",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
-    python_requires=">=3.8",
+    # what has been tested: docs/plugin.md, "Python versions"
+    python_requires=">=3.11,<3.14",
     packages=[
         "fairseq_relpos",
         "fairseq_relpos.positions",

@@ -7,10 +7,12 @@ import pytest
 from conftest import BIN_DIR
 
 
-def python(code, **env):
+def python(code, *args, flags=(), **env):
+    """Runs ``code`` in a fresh interpreter of this environment (``args`` are its sys.argv[1:],
+    ``flags`` the interpreter's), every fix on unless ``env`` switches it off."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("FAIRSEQ_RELPOS_COMPAT")}
-    return subprocess.run([str(BIN_DIR / "python"), "-c", code], capture_output=True, text=True,
-                          env={**base, **env})
+    return subprocess.run([str(BIN_DIR / "python"), *flags, "-c", code, *map(str, args)],
+                          capture_output=True, text=True, env={**base, **env})
 
 
 def test_fairseq_imports_on_this_stack():
@@ -22,6 +24,50 @@ def test_fairseq_imports_on_this_stack():
 def test_dataclass_fix_switches_off(switch):
     result = python("import fairseq", **{switch: "0"})
     assert result.returncode != 0 and "mutable default" in result.stderr
+
+
+PLUGIN_CONFIGS = """
+from dataclasses import dataclass
+from fairseq.dataclass import FairseqDataclass
+
+
+@dataclass
+class ScheduleConfig(FairseqDataclass):
+    warmup_updates: int = 7
+
+
+@dataclass
+class PluginConfig(FairseqDataclass):
+    schedule: ScheduleConfig = ScheduleConfig()
+"""
+
+
+def test_plugin_configs_may_nest_config_instances(tmp_path):
+    """Python 3.11 refuses a dataclass default whose class is unhashable: a user-dir plugin's
+    FairseqDataclass nesting another as its default imports (as fairseq's own configs do),
+    while a plain dataclass of the same plugin keeps Python's rule."""
+    plugin = tmp_path / "my_plugin"
+    plugin.mkdir()
+    (plugin / "__init__.py").write_text(PLUGIN_CONFIGS)
+    code = (
+        "import argparse, dataclasses, sys\n"
+        "from fairseq.utils import import_user_module\n"
+        "import_user_module(argparse.Namespace(user_dir=sys.argv[1]))\n"
+        "print(sys.modules['my_plugin'].PluginConfig().schedule.warmup_updates)\n"
+        "@dataclasses.dataclass\n"
+        "class Plain:\n"
+        "    x: int = 0\n"
+        "try:\n"
+        "    @dataclasses.dataclass\n"
+        "    class Holder:\n"
+        "        plain: Plain = Plain()\n"
+        "except ValueError as error:\n"
+        "    print(error)\n"
+    )
+    result = python(code, plugin)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[0] == "7"
+    assert "mutable default" in result.stdout.splitlines()[1]
 
 
 def test_checkpoint_load_fix_and_its_switch():
@@ -63,3 +109,23 @@ def test_hydra_finds_its_plugins_without_find_module():
     assert result.returncode == 0 and int(result.stdout.split()[-1]) >= 1, result.stderr[-2000:]
     result = python(code, FAIRSEQ_RELPOS_COMPAT_HYDRA_PLUGIN_SCAN="0")
     assert result.returncode != 0 and "find_module" in result.stderr
+
+
+def test_fairseq_imports_without_typing_io():
+    """Python 3.13 removed typing.io, which antlr4 4.8 and hydra 1.0.7's grammar import on
+    every fairseq command: removed here too (where it exists) before start-up (python -S,
+    then the start-up's site.main(), .pth files included), fairseq still imports, and fails
+    as on 3.13 with the fix off."""
+    code = (
+        "import sys, typing\n"
+        "sys.modules.pop('typing.io', None), vars(typing).pop('io', None)\n"
+        "import site\n"
+        "site.main()\n"
+        "import fairseq, antlr4, hydra.core.override_parser.overrides_parser\n"
+        "from typing.io import TextIO\n"
+        "print(TextIO is typing.TextIO)\n"
+    )
+    result = python(code, flags=["-S"])
+    assert result.returncode == 0 and result.stdout.split() == ["True"], result.stderr[-2000:]
+    result = python(code, flags=["-S"], FAIRSEQ_RELPOS_COMPAT_TYPING_IO="0")
+    assert result.returncode != 0 and "No module named 'typing.io'" in result.stderr
