@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="reference translations; repeat for multiple references")
     inputs.add_argument("--system", action="append", required=True, metavar="NAME=FILE",
                         help="a system's translations; repeat for each system")
+    inputs.add_argument("--failed", action="append", default=[], metavar="NAME=WHY",
+                        help="a system that could not be scored (its training or translation failed) "
+                             "and why: listed under the table")
     inputs.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
     inputs.add_argument("--segment-scores", action="append", default=[],
@@ -223,6 +226,10 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     )
     start_time = time.perf_counter()
     markdown = render.markdown_table(report, args.title)
+    failures = parse_named(args.failed, "--failed", "NAME=WHY")
+    if failures:
+        markdown += "\nNot in this report, because they failed:\n\n" + "".join(
+            f"- {name}: {why}\n" for name, why in failures)
     outputs = _rendered_outputs(args, targets, report, markdown, lengths, length_label)
     if progress is not None:
         progress(f"outputs rendered: {time.perf_counter() - start_time:.1f} s")

@@ -3,7 +3,6 @@ it expects, and running a graph of steps (or printing it with --dry-run)."""
 import argparse
 import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 

@@ -13,7 +13,6 @@ A prepared folder WORK holds, for pair SRC-TGT:
   testsets/NAME/   raw, tok, seg, longer-side, bin/, meta.env of each test set
 """
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple

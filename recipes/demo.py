@@ -16,8 +16,9 @@ from typing import Dict, List, Optional, Sequence
 
 from . import legacy
 from .cli import (DEFAULT_THREADS, Parser, absolute, command_line, folder, log, name_list, non_negative_int,
-                  positive_int, run_steps)
-from .data import PY, Prepared, preparation_steps, testsets_graph
+                  positive_int)
+from .launch import Job, Launch, add_launcher_options, failures_of
+from .data import PY, preparation_steps, testsets_graph
 from .engine import MANIFEST_DIR, Console, FolderLock, LocalExecutor, Outcome, OutDir, Step, StepError, describe, \
     merged, plan
 from .prepare import prepared_view, toy_parser, toy_preparation
@@ -253,11 +254,18 @@ def demo_main(argv: Sequence[str]) -> int:
 def leaderboard_main(argv: Sequence[str]) -> int:
     parser = demo_parser("leaderboard.sh", "")
     parser.add_argument("--seeds", type=positive_int, default=2)
+    add_launcher_options(parser)
     args = parser.parse_args(argv)
     archs = args.systems or all_archs()
     run = demo_run(args, archs)
-    check_archs("--systems", run.archs)
-    check_gpus(run.gpus)
+    if not args.run_job:
+        check_archs("--systems", run.archs)
+        if args.launcher == "local":
+            check_gpus(run.gpus)
+    if args.run_job:
+        run.gpus = visible_gpus()
+    elif args.launcher == "slurm":
+        run.gpus = args.slurm_gpus_per_job
     seeds = [run.seed + k for k in range(args.seeds)]
 
     def folder_of(arch: str, seed: int) -> Path:  # the first seed is the demo's own model
@@ -270,21 +278,34 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     for test_set in TEST_SETS:
         refuse_unless_ours(run.out / "leaderboard" / test_set, "demo.command")
     units = [(arch, seed) for seed in seeds for arch in run.archs]  # seed 1 of every system first
-    steps = {unit: system_steps(run, unit[0], unit[1], folder_of(*unit)) for unit in units}
-    with Phases(run, command_line("leaderboard.sh", argv)) as phase:
-        phase("preparing the data and the test sets", data_steps(run))
-        outcome = phase(f"training and translating {len(run.archs)} systems x {len(seeds)} seeds",
-                        [s for unit in units for s in steps[unit]], keep_going=True)
+    unit_jobs = {unit: Job(f"{unit[0]}-seed{unit[1]}", system_steps(run, unit[0], unit[1], folder_of(*unit)))
+                 for unit in units}
+
+    def boards(read_failures: bool) -> Job:
+        """The boards, with each unit that did not finish (its manifests say why) on them."""
         failures = {}
-        for unit in units:
-            errors = [outcome.error_of(s) for s in steps[unit]] if outcome else []
-            error = next((e for e in errors if e), None)
-            if error:
-                failures[unit] = f"seed {unit[1]}: {error[:300]}"
-                log(f"{unit[0]}: {failures[unit]}; the other systems went on")
-        phase("the boards", [board_step(run, test_set, units, folder_of, failures, len(seeds))
-                             for test_set in TEST_SETS])
-        phase.done()
+        if read_failures:
+            failed = failures_of(unit_jobs.values())
+            failures = {unit: f"seed {unit[1]}: {failed[job.name][:300]}" for unit, job in unit_jobs.items()
+                        if job.name in failed}
+            for unit, why in failures.items():
+                log(f"{unit[0]}: {why}; the other systems went on")
+        return Job("boards", [board_step(run, test_set, units, folder_of, failures, len(seeds)) for test_set in TEST_SETS],
+                   kind="report", after_any=True)
+
+    what = command_line("leaderboard.sh", argv)
+    if args.launcher == "slurm" or args.run_job:
+        jobs = [Job("prepare", data_steps(run), kind="prepare"), *unit_jobs.values(), boards(bool(args.run_job))]
+        Launch("leaderboard", argv, args, roots=[run.out], threads=run.threads, gpus=run.gpus).run(jobs)
+        if not (args.wait and not args.run_job and not args.dry_run):
+            return 0
+    else:
+        with Phases(run, what) as phase:
+            phase("preparing the data and the test sets", data_steps(run))
+            phase(f"training and translating {len(run.archs)} systems x {len(seeds)} seeds",
+                  [s for job in unit_jobs.values() for s in job.steps], keep_going=True)
+            phase("the boards", boards(not run.dry_run).steps)
+            phase.done()
     if not run.dry_run:
         for test_set in TEST_SETS:
             print((run.out / "leaderboard" / test_set / "board.md").read_text(encoding="utf-8"))

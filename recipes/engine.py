@@ -816,11 +816,14 @@ def _restore_stop_handlers(flag: _StopFlag) -> None:
 # ----------------------------------------------------------------------------------------
 class FolderLock:
     """An exclusive lock on folders for the length of a run: a second run on one of them is
-    refused, naming the run that holds it.  The lock dies with its process."""
+    refused, naming the run that holds it.  The lock dies with its process.  ``shared``
+    locks (the SLURM jobs of one recipe, side by side) exclude only exclusive ones.  A file
+    system without locks (some network file systems) is used without, with a warning."""
 
-    def __init__(self, folders: Iterable[Path], what: str):
+    def __init__(self, folders: Iterable[Path], what: str, shared: bool = False):
         self.folders = sorted({Path(f).resolve() for f in folders})
         self.what = what
+        self.shared = shared
         self._files = []
 
     def __enter__(self):
@@ -829,18 +832,21 @@ class FolderLock:
             (folder / MANIFEST_DIR).mkdir(exist_ok=True)
             handle = open(folder / MANIFEST_DIR / "lock", "a+", encoding="utf-8")
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+                fcntl.flock(handle, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            except BlockingIOError:
                 handle.seek(0)
                 holder = handle.read().strip() or "another process"
                 handle.close()
                 self.__exit__()
                 raise StepError(f"{folder} is in use by another run ({holder}); wait for it to "
                                 "end or stop it, or use another folder") from None
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {_now()}: {self.what}\n")
-            handle.flush()
+            except OSError as err:
+                print(f"warning: cannot lock {folder} ({err}): nothing stops a second run on it", file=sys.stderr)
+            if not self.shared:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {_now()}: {self.what}\n")
+                handle.flush()
             self._files.append(handle)
         return self
 

@@ -2,9 +2,8 @@
 --help are in the scripts).  Each builds its steps (recipes.data) and runs them."""
 import importlib.util
 import subprocess
-import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 from . import legacy
 from .cli import Parser, absolute, add_threads, command_line, folder, log, name_list, non_negative_int, \
@@ -252,7 +251,6 @@ def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "re
     split_files = {name: [work / "split" / f"{name}.{lang}" for lang in ("de", "en")] for name in ("train", "dev", "test")}
 
     def split(p: Preparation) -> List[Step]:
-        outputs = tuple(f for files in split_files.values() for f in files) + (work / "split" / "counts.json",)
         return [p.step("split", [PY, LIB / "tatoeba.py", "split", "--from", export, "--out-dir",
                                  Out(work / "split"), *split_args], [export],
                        identity=["tatoeba.py split", *map(str, split_args), "pairs sha256", pairs_sha],

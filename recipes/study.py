@@ -7,13 +7,12 @@ import shlex
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .cli import (DEFAULT_THREADS, Parser, absolute, command_line, folder, log, name_list, non_negative_int,
-                  positive_int, run_steps)
+from .cli import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
 from .data import PY, TOOLS, Preparation, preparation_steps, testsets_graph, wmt_fetcher
 from .demo import all_archs, check_archs, refuse_unless_ours
 from .engine import OutDir, Step, StepError, merged
-from .prepare import REPO, WMT, length_list, local_dir, prepared_view, tatoeba_checked_preparation, tatoeba_parser, \
-    print_testsets
+from .launch import Job, Launch, add_launcher_options, failures_of
+from .prepare import REPO, WMT, local_dir, prepared_view, tatoeba_checked_preparation, tatoeba_parser
 from .training import Translation, train_options, visible_gpus
 
 # Tiny settings for SMOKE=1: the same steps on a few thousand lines, with 1+1-layer models.
@@ -115,6 +114,7 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     parser.add_argument("--offline", action="store_true")
     parser.add_argument("--system", action="append", default=[])
     parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
+    add_launcher_options(parser)
     if n == 5:
         parser.add_argument("--archs", type=name_list)
     args = parser.parse_args(argv)
@@ -129,27 +129,29 @@ def table_main(n: int, argv: Sequence[str]) -> int:
             raise StepError(f"SMOKE=1 needs a small local data directory laid out like wmt-newstest "
                             f"(de-en/newstestYYYY.{{de,en}}, zh-en/newstestYYYY.{{zh,en}}); set SMOKE_DATA "
                             f"(tried {run.smoke_data})")
-        log(f"SMOKE=1: tiny data and models (work: {run.work_root}, runs: {run.runs_root})")
+        if not args.run_job:
+            log(f"SMOKE=1: tiny data and models (work: {run.work_root}, runs: {run.runs_root})")
     extra = [_extra_system(text) for text in args.system]
     override = os.environ.get("RELPOS_ARCH_OVERRIDE", "")
-    archs = []
-    if n == 5:
-        archs = args.archs or all_archs()
-    if not args.dry_run:
+    archs = (args.archs or all_archs()) if n == 5 else []
+    if not args.dry_run and not args.run_job:
         if extra:
             check_archs("--system", [s.arch for s in extra])
         if override:
             check_archs("RELPOS_ARCH_OVERRIDE", [override])
         if n == 5 and args.archs:
             check_archs("--archs", archs)
+    if not args.dry_run and args.launcher == "local":
         run.gpus = visible_gpus()
+    elif args.launcher == "slurm" or args.run_job:
+        run.gpus = visible_gpus() if args.run_job else args.slurm_gpus_per_job
     reports = _table(n, archs)
     for report in reports:
         report.systems += extra
-    steps = study_steps(run, reports, override)
-    run_steps(steps, threads=run.threads, gpus=run.gpus, dry_run=run.dry_run,
-              lock=[run.work_root, run.runs_root], what=command_line(f"reproduce/table{n}.sh", argv))
-    if not run.dry_run and os.environ.get("SKIP_REPORT") != "1":
+    launch = Launch(f"table{n}", argv, args, roots=[run.work_root, run.runs_root], threads=run.threads, gpus=run.gpus)
+    launch.run(study_jobs(run, reports, override, in_job=bool(args.run_job)))
+    if not run.dry_run and not args.run_job and (args.launcher == "local" or args.wait) \
+            and os.environ.get("SKIP_REPORT") != "1":
         for report in reports:
             print((run.runs_root / "reports" / report.name / "report.md").read_text(encoding="utf-8"))
         for report in reports:
@@ -157,23 +159,38 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     return 0
 
 
-def study_steps(run: StudyRun, reports: Sequence[Report], override: str) -> List[Step]:
-    steps: List[List[Step]] = []
+def study_jobs(run: StudyRun, reports: Sequence[Report], override: str, in_job: bool = False) -> List[Job]:
+    """Per pair its data, per system (architecture and training limit) its training and its
+    translations of the test sets of the reports it is in, per report the report.  In a
+    report's SLURM job, the systems that failed are listed under the table instead of scored."""
+    jobs: List[Job] = []
     for pair in dict.fromkeys(r.pair for r in reports):
         mine = [r for r in reports if r.pair == pair]
         limits = sorted({s.limit for r in mine for s in r.systems}, key=lambda x: (x != 100, -x))
         sets = list(dict.fromkeys(r.test_set for r in mine))
-        steps.append(_pair_steps(run, pair, limits, sets))
+        jobs.append(Job(f"prepare-{pair}", _pair_steps(run, pair, limits, sets), kind="prepare"))
+        systems: Dict[str, Job] = {}
         for report in mine:
-            systems = []
             for system in report.systems:
                 arch = override or system.arch
                 save = run.runs_root / f"wmt19-{pair}" / f"{arch}-len{system.limit}"
-                steps.append(_system_steps(run, pair, arch, system.limit, save, report.test_set))
-                systems.append((system.label, save / report.test_set))
-            if os.environ.get("SKIP_REPORT") != "1":
-                steps.append([_report_step(run, report, systems)])
-    return merged(*steps)
+                name = f"{pair}-{save.name}"
+                job = systems.get(name) or Job(name, [_train_step(run, pair, arch, system.limit, save)])
+                systems[name] = job
+                if not any(step.home == save / report.test_set for step in job.steps):
+                    job.steps.append(_translate_step(run, pair, save, report.test_set))
+        jobs += systems.values()
+        if os.environ.get("SKIP_REPORT") == "1":
+            continue
+        failures = failures_of(systems.values()) if in_job else {}
+        for report in mine:
+            entries = []
+            for system in report.systems:
+                save = run.runs_root / f"wmt19-{pair}" / f"{override or system.arch}-len{system.limit}"
+                entries.append((system.label, save / report.test_set, failures.get(f"{pair}-{save.name}")))
+            jobs.append(Job(f"report-{report.name}", [_report_step(run, report, entries)], kind="report",
+                            after_any=True))
+    return jobs
 
 
 def _pair_steps(run: StudyRun, pair: str, limits: Sequence[int], sets: Sequence[str]) -> List[Step]:
@@ -205,25 +222,30 @@ def _out(path: Path):
     return Out(path)
 
 
-def _system_steps(run: StudyRun, pair: str, arch: str, limit: int, save: Path, test_set: str) -> List[Step]:
+def _train_step(run: StudyRun, pair: str, arch: str, limit: int, save: Path) -> Step:
     train_args = (list(SMOKE_TRAIN) if run.smoke else []) + _environment("TRAIN_EXTRA_ARGS")
     training = train_options(train_args, data=run.prep_dir(pair) / "data-bin" / f"len{limit}", arch=arch, save=save,
                              n_shards=WMT_SHARDS)
-    on_gpu = run.gpus > 0
-    train = training.step(run.gpus, root=run.runs_root, label=save.name)
-    if on_gpu:
+    tasks = int(os.environ.get("SLURM_NTASKS", "1")) if os.environ.get("SLURM_JOB_ID") else 1
+    train = training.step(1 if tasks > 1 and run.gpus else run.gpus, root=run.runs_root, label=save.name,
+                          tasks=tasks, srun=True)
+    if run.gpus:
         train.cpus = run.threads  # one training at a time, on every GPU
+    return train
+
+
+def _translate_step(run: StudyRun, pair: str, save: Path, test_set: str) -> Step:
     translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=run.prep_dir(pair) / "testsets" / test_set,
-                              out=save / test_set, cpu=not on_gpu,
+                              out=save / test_set, cpu=not run.gpus,
                               extra=list(SMOKE_TRANSLATE) if run.smoke else [])
     translate = translation.step((WMT[pair]["src"], WMT[pair]["tgt"]), root=run.runs_root, label=save.name,
-                                 gpus=1 if on_gpu else 0)
-    if on_gpu:
+                                 gpus=1 if run.gpus else 0)
+    if run.gpus:
         translate.cpus = run.threads
-    return [train, translate]
+    return translate
 
 
-def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Path]]) -> Step:
+def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Path, Optional[str]]]) -> Step:
     """Scored with sacreBLEU's 13a tokenization of the detokenized output against the raw
     references (REPORT_TOKENIZE=none: the Moses-tokenized output against the Moses-tokenized
     references, the study's "BLEU on tokenized text"; meaningful for De->En)."""
@@ -231,12 +253,14 @@ def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Pat
     testset = run.prep_dir(report.pair) / "testsets" / report.test_set
     tokenize = os.environ.get("REPORT_TOKENIZE", "13a")
     hyp, ref = ("hyp.tok", testset / f"tok.{spec['tgt']}") if tokenize == "none" else ("hyp.txt", testset / f"raw.{spec['tgt']}")
-    hyps = [(label, out / hyp) for label, out in systems]
+    hyps = [(label, out / hyp) for label, out, failure in systems if not failure]
+    failed = [a for label, _, failure in systems if failure for a in ("--failed", f"{label}={failure}")]
+    baseline = report.baseline if any(label == report.baseline for label, _ in hyps) or not hyps else hyps[0][0]
     out = run.runs_root / "reports" / report.name
     command = [PY, "-m", "analysis.report", "--source", testset / f"seg.{spec['src']}", "--ref", ref,
-               *[a for label, path in hyps for a in ("--system", f"{label}={path}")],
+               *[a for label, path in hyps for a in ("--system", f"{label}={path}")], *failed,
                *(["--bootstrap", "50"] if run.smoke else []), *_environment("REPORT_EXTRA_ARGS"),
-               "--baseline", report.baseline, "--edges", "25,50,75,100", "--train-limit", "100",
+               "--baseline", baseline, "--edges", "25,50,75,100", "--train-limit", "100",
                "--tokenize", tokenize, "--title", f"{report.name} ({report.pair}, {report.test_set})",
                "--out-dir", OutDir(out)]
     return Step("report", command, home=out, root=run.runs_root, echo=False, title=f"report {report.name}",
@@ -266,6 +290,7 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     parser.add_argument("--out-dir", type=folder)
     parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
     parser.add_argument("--dry-run", action="store_true")
+    add_launcher_options(parser)
     args = parser.parse_args(argv)
     smoke = os.environ.get("SMOKE", "0") == "1"
     base = "smoke/" if smoke else ""
@@ -283,19 +308,20 @@ def tatoeba_main(argv: Sequence[str]) -> int:
         prepare += ["--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500"]
         model, translate_args, bootstrap = list(SMOKE_TRAIN), list(SMOKE_TRANSLATE), 50
         updates = args.updates or 16  # an explicit --updates is kept
-        log(f"SMOKE=1: every 85th pair of {smoke_data}, tiny models (work: {work}, runs: {out})")
+        if not args.run_job:
+            log(f"SMOKE=1: every 85th pair of {smoke_data}, tiny models (work: {work}, runs: {out})")
     prepare += ["--from", str(args.source)] if args.source else (["--download"] if args.download else [])
     if args.dry_run:
         prepare.append("--dry-run")
     prep_args = tatoeba_parser().parse_args(prepare)
-    if not args.dry_run:
+    if not args.dry_run and not args.run_job:
         check_archs("--systems", args.systems)
     p = tatoeba_checked_preparation(prep_args)
-    gpus = 0 if args.dry_run else visible_gpus()
+    gpus = 0 if args.dry_run else visible_gpus() if args.launcher == "local" or args.run_job else args.slurm_gpus_per_job
     for arch in args.systems:
         refuse_unless_ours(out / arch, "train.done")
-    steps = [*preparation_steps(p), *testsets_graph(prepared_view(p), TATOEBA_SETS,
-                                                    lambda name: p.fetcher.testset(p, name), p.threads)]
+    jobs = [Job("prepare", [*preparation_steps(p), *testsets_graph(
+        prepared_view(p), TATOEBA_SETS, lambda name: p.fetcher.testset(p, name), p.threads)], kind="prepare")]
     for arch in args.systems:
         save = out / arch
         training = train_options(
@@ -305,18 +331,20 @@ def tatoeba_main(argv: Sequence[str]) -> int:
             data=work / "data-bin" / f"len{TATOEBA_LIMIT}", arch=arch, save=save, n_shards=1)
         train = training.step(1 if gpus else 0, root=out, label=arch)
         train.cpus = args.threads if gpus else 1  # with a GPU, one after the other on it
-        steps.append(train)
+        steps = [train]
         for test_set in TATOEBA_SETS:
             translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=work / "testsets" / test_set,
                                       out=save / test_set, cpu=not gpus, extra=translate_args)
             step = translation.step(("de", "en"), root=out, label=arch, gpus=1 if gpus else 0)
             step.cpus = train.cpus
             steps.append(step)
-    for test_set in TATOEBA_SETS:
-        steps.append(_tatoeba_report(work, out, test_set, args.systems, bootstrap, args.seed))
-    run_steps(merged(steps), threads=args.threads, gpus=gpus, dry_run=args.dry_run, lock=[work, out],
-              what=command_line("reproduce/tatoeba.sh", argv))
-    if not args.dry_run:
+        jobs.append(Job(arch, steps))
+    failures = failures_of(jobs) if args.run_job else {}
+    jobs.append(Job("reports", [_tatoeba_report(work, out, test_set, args.systems, failures, bootstrap, args.seed)
+                                for test_set in TATOEBA_SETS], kind="report", after_any=True))
+    launch = Launch("tatoeba", argv, args, roots=[work, out], threads=args.threads, gpus=gpus)
+    launch.run(jobs)
+    if not args.dry_run and not args.run_job and (args.launcher == "local" or args.wait):
         for test_set in TATOEBA_SETS:
             print((out / "report" / test_set / "report.md").read_text(encoding="utf-8"))
         for test_set in TATOEBA_SETS:
@@ -339,16 +367,18 @@ def _smoke_slice(export: Path, slice_path: Path) -> Path:
     return slice_path
 
 
-def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Sequence[str], bootstrap: int, seed: int) -> Step:
+def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Sequence[str], failures: Dict[str, str],
+                    bootstrap: int, seed: int) -> Step:
     limit = TATOEBA_LIMIT
     edges = (f"{limit},{limit * 3 // 2},{limit * 2},{limit * 3}" if test_set == "test"
              else f"{limit},{limit * 2},{limit * 3},{limit * 4}")
     testset = work / "testsets" / test_set
-    hyps = [out / arch / test_set / "hyp.txt" for arch in systems]
+    scored = [arch for arch in systems if arch not in failures] or list(systems)
+    hyps = [out / arch / test_set / "hyp.txt" for arch in scored]
     report = out / "report" / test_set
     command = [PY, "-m", "analysis.report", "--source", testset / "seg.de", "--length-file", testset / "longer-side",
-               "--ref", testset / "raw.en", *[a for arch, hyp in zip(systems, hyps) for a in ("--system", f"{arch}={hyp}")],
-               "--baseline", systems[0], "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,
+               "--ref", testset / "raw.en", *[a for arch, hyp in zip(scored, hyps) for a in ("--system", f"{arch}={hyp}")],
+               *[a for arch, why in failures.items() for a in ("--failed", f"{arch}={why}")], "--baseline", scored[0], "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,
                "--train-limit", limit, "--bootstrap", bootstrap, "--seed", seed,
                "--title", f"Tatoeba De-En, {test_set}: trained on pairs of up to {limit} subword tokens (length: longer side)",
                "--out-dir", OutDir(report)]

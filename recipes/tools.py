@@ -11,14 +11,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, NoReturn, Optional, Sequence
 
 LIB = Path(__file__).resolve().parents[1] / "scripts" / "lib"
 # parallel start-up of sacremoses and subword-nmt only pays off on large inputs
 PARALLEL_FROM_LINES = 200_000
 
 
-def fail(message: str) -> "NoReturn":  # noqa: F821
+def fail(message: str) -> NoReturn:
     raise SystemExit(f"error: {message}")
 
 
@@ -175,13 +175,15 @@ def check_checkpoint(path) -> None:
             fail(f"{path} is truncated: not a complete torch checkpoint (cut short while saving?); delete it")
 
 
-def _option(argv: Sequence[str], name: str):
+def option_value(argv: Sequence[str], name: str) -> Optional[str]:
+    """The value an argument list gives option ``name``: the last one, as argparse takes it."""
+    value = None
     for k, arg in enumerate(argv):
         if arg == name and k + 1 < len(argv):
-            return argv[k + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+            value = argv[k + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 def finished_updates(checkpoint: Path) -> int:
@@ -199,13 +201,15 @@ def train(a) -> None:
     last = save / "checkpoint_last.pt"
     if last.exists():
         check_checkpoint(last)
-        max_update = _option(a.command, "--max-update")
+        max_update = option_value(a.command, "--max-update")
         if max_update and int(max_update) > 0 and finished_updates(last) >= int(max_update):
             print(f"{last} has reached --max-update {max_update}: training had finished")
             if not (save / "checkpoint_best.pt").exists():
                 shutil.copyfile(last, save / "checkpoint_best.pt")
             return
-    code = subprocess.run(a.command).returncode
+    # under srun only rank 0 speaks (fairseq's other ranks print their warnings and errors)
+    quiet = os.environ.get("SLURM_PROCID", "0") != "0" and os.environ.get("SLURM_STEP_ID") is not None
+    code = subprocess.run(a.command, stdout=subprocess.DEVNULL if quiet else None).returncode
     if code != 0:
         fail(f"fairseq-train failed (exit {code}; see {save / 'train.log'})")
     if not (save / "checkpoint_best.pt").exists():
@@ -231,7 +235,7 @@ def translate(a) -> None:
     if not (work / "segmentation.env").exists():  # an older version's absolute PREP_DIR
         work = Path(meta.get("PREP_DIR", work))
     prep = read_env(work / "segmentation.env")
-    checkpoint = _option(a.command, "--path")
+    checkpoint = option_value(a.command, "--path")
     check_checkpoint(checkpoint)
     tail: List[str] = []
     with open(a.log, "w", encoding="utf-8") as log:

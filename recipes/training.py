@@ -12,12 +12,13 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from . import legacy
 from .cli import Parser, absolute, command_line, folder, non_negative_int, positive_int, run_steps
 from .data import PY, TOOLS, read_env
 from .engine import MANIFEST_DIR, Out, Step, StepError
+from .tools import check_checkpoint, option_value
 
 TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, "
                    "or delete {manifest} to train on with these (fairseq resumes from checkpoint_last.pt)")
@@ -69,14 +70,22 @@ class Training:
             found.append(self.data / f"shard{len(found)}")
         return found
 
-    def command(self, gpus: int) -> List[str]:
-        """fairseq-train's command line on ``gpus`` GPUs (0: the CPU)."""
+    def command(self, gpus: int, tasks: int = 1) -> List[str]:
+        """fairseq-train's command line on ``gpus`` GPUs (0: the CPU), or run as ``tasks``
+        processes under srun, one per GPU (one per CPU process with gloo), on one node or
+        several: fairseq then initialises through SLURM (--distributed-port)."""
         shards = self.shards()
         data_path = ":".join(map(str, shards)) if shards else str(self.data)
         precision = self.precision if self.precision != "auto" else ("fp16" if gpus else "fp32")
-        device = ["--cpu"] if gpus == 0 else ["--distributed-world-size", str(gpus)]
+        if tasks > 1:
+            workers = tasks
+            device = ["--distributed-world-size", str(tasks), "--distributed-port", str(distributed_port())]
+            device += [] if gpus else ["--cpu", "--distributed-backend", "gloo"]
+        else:
+            workers = max(gpus, 1)
+            device = ["--cpu"] if gpus == 0 else ["--distributed-world-size", str(gpus)]
         device += {"fp16": ["--fp16"], "amp": ["--amp"]}.get(precision, [])
-        per_gpu = -(-self.batch_tokens // (max(gpus, 1) * self.update_freq))  # ceil: the batch stays batch_tokens
+        per_gpu = -(-self.batch_tokens // (workers * self.update_freq))  # ceil: the batch stays batch_tokens
         scheduler = ["--lr-scheduler", self.scheduler]
         if self.scheduler == "reduce_lr_on_plateau":
             scheduler += ["--lr-shrink", self.lr_shrink, "--lr-patience", self.lr_patience, "--warmup-updates", "0"]
@@ -94,10 +103,15 @@ class Training:
             "--log-interval", "100", *device, *self.extra)]
 
     def step(self, gpus: int, *, root: Optional[Path] = None, label: str = "", on_change: str = "refuse",
-             identity_extra: Sequence[str] = ()) -> Step:
+             identity_extra: Sequence[str] = (), tasks: int = 1, srun: bool = False) -> Step:
+        """The training step.  With ``srun`` it starts its ``tasks`` processes itself (a
+        recipe's job on several GPUs or nodes); without, it is rank 0 of a train.sh that srun
+        started.  Either way the model is the same: only its settings identify it."""
         save = self.save
         env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-        return Step("train", [PY, "-m", "recipes.tools", "train", "--save-dir", save, "--", *self.command(gpus)],
+        launcher = ["srun", f"--ntasks={tasks}", "--kill-on-bad-exit=1"] if srun and tasks > 1 else []
+        command = [*launcher, PY, "-m", "recipes.tools", "train", "--save-dir", save, "--", *self.command(gpus, tasks)]
+        return Step("train", command,
                     home=save, root=root, inputs=[self.data], label=label, title=f"train {label or self.arch}",
                     in_place_outputs=[save / "checkpoint_best.pt", save / "checkpoint_last.pt"],
                     log=save / "train.log", identity=self.settings(), identity_extra=identity_extra,
@@ -113,18 +127,22 @@ class Training:
         if self.precision not in PRECISIONS:
             raise StepError("--precision: auto, fp16, amp or fp32")
         # inverse_sqrt divides by the warm-up: it needs one (fairseq's default is 4000 updates)
-        warmup = _option(self.extra, "--warmup-updates")
+        warmup = option_value(self.extra, "--warmup-updates")
         if self.scheduler == "inverse_sqrt" and warmup is not None and warmup.strip() == "0":
             raise StepError("--lr-scheduler inverse_sqrt needs --warmup-updates of at least 1")
 
 
-def _option(argv: Sequence[str], name: str) -> Optional[str]:
-    for k, arg in enumerate(argv):
-        if arg == name and k + 1 < len(argv):
-            return argv[k + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+def distributed_port() -> int:
+    """The port fairseq's tasks meet on: one per SLURM job, so that two jobs sharing a node
+    do not collide."""
+    return 10000 + int(os.environ.get("SLURM_JOB_ID", "0")) % 20000
+
+
+def srun_tasks() -> Tuple[int, int]:
+    """(tasks, this task's rank) when srun started this process as one of several tasks."""
+    if os.environ.get("SLURM_STEP_ID") is None or os.environ.get("SLURM_PROCID") is None:
+        return 1, 0
+    return int(os.environ.get("SLURM_NTASKS", "1")), int(os.environ["SLURM_PROCID"])
 
 
 def visible_gpus() -> int:
@@ -196,8 +214,13 @@ def train_main(argv: Sequence[str]) -> int:
     if training.gpus is not None and training.gpus > visible:
         raise StepError(f"--gpus {training.gpus} but only {visible} GPU(s) visible")
     gpus = visible if training.gpus is None else training.gpus
-    run_steps([training.step(gpus)], threads=1, gpus=gpus, dry_run=False, lock=[training.save],
-              what=command_line("train.sh", argv))
+    tasks, rank = srun_tasks()
+    if tasks > 1:  # one of srun's tasks: one GPU each (or the CPU), one model
+        gpus = min(gpus, 1)
+    step = training.step(gpus, tasks=tasks)
+    if rank > 0:  # only rank 0 keeps the manifest, train.log and the lock
+        return subprocess.run(step.argv(), env={**os.environ, **step.env}).returncode
+    run_steps([step], threads=1, gpus=gpus, dry_run=False, lock=[training.save], what=command_line("train.sh", argv))
     return 0
 
 
@@ -243,7 +266,7 @@ class Translation:
         manifest = folder / MANIFEST_DIR / "train.json"
         if manifest.exists():
             command = json.loads(manifest.read_text(encoding="utf-8")).get("command", [])
-            return _option(command, "--user-dir") or "none"
+            return option_value(command, "--user-dir") or "none"
         if (folder / "train.env").exists():
             return read_env(folder / "train.env").get("USER_DIR") or "none"
         return "fairseq_relpos"
@@ -277,8 +300,6 @@ class Translation:
                     legacy_done=lambda: legacy.translated(out, generate, self.checkpoint, self.testset))
 
     def check(self) -> None:
-        from .tools import check_checkpoint
-
         if not self.checkpoint.is_file():
             raise StepError(f"no checkpoint {self.checkpoint} (train it with scripts/train.sh)")
         if not (self.testset / "meta.env").exists() or not (self.testset / "bin").is_dir():

@@ -38,6 +38,17 @@
 #                      time shared out among them; a model trained on the other device is
 #                      trained again (default 0: CPU only, the same translations on every run)
 #   --dry-run          list every step with its command and whether it is done; run nothing
+#   --launcher local|slurm  run the steps on this machine (default) or submit them to SLURM:
+#                      the data as one job, each system as one job (its training, then its
+#                      translations), the reports after them; training jobs requeue themselves
+#                      and resume from their last checkpoint (docs/reproducing.md, "Running on a
+#                      cluster").  With slurm:
+#   --slurm-partition P   --slurm-time T   --slurm-mem M   (sbatch's --partition --time --mem)
+#   --slurm-gpus-per-job N  GPUs of each system's job (default 1; 0 for CPU-only clusters)
+#   --slurm-nodes N    nodes of each system's job: one training task per GPU on all of them
+#   --slurm-cpus-per-job N  (default: 4 per GPU; the data's job: --threads)
+#   --slurm-args "..."  more sbatch options, as they are
+#   --wait             wait for the last job and print the reports, as the local launcher does
 #   -h, --help         this help
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"

@@ -61,3 +61,12 @@ def test_a_folder_in_use_by_another_run_is_refused_by_name(tmp_path):
     assert f"{work} is in use by another run (pid {os.getpid()} " in proc.stderr
     assert "the first run" in proc.stderr
     assert sorted(p.name for p in work.iterdir()) == [".steps"]
+
+
+def test_an_option_given_twice_takes_its_last_value_as_fairseq_does():
+    """SMOKE's --max-update 16 followed by TRAIN_EXTRA_ARGS' --max-update 100: fairseq trains
+    to 100, so a resumed training is finished only there."""
+    from recipes.tools import option_value
+
+    assert option_value(["--max-update", "16", "--lr", "1", "--max-update=100"], "--max-update") == "100"
+    assert option_value(["--lr", "1"], "--max-update") is None

@@ -11,13 +11,26 @@ relpos_recipe() {
     fi
     [[ "$arg" == -- ]] && break
   done
-  # the environment (scripts/lib/env.sh) is checked once per process tree
+  relpos_enter_env
+  export TQDM_DISABLE=1  # no progress bars from subword-nmt, sacremoses or fairseq in the logs
+  PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}" exec python -m recipes "$name" "$@"
+}
+
+# The environment (scripts/lib/env.sh) is checked once per process tree, and never by one of
+# srun's tasks: several of them would install into one environment at once.
+relpos_enter_env() {
+  REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  if [[ -n "${SLURM_STEP_ID:-}" && -n "${SLURM_PROCID:-}" && -z "${PL_ENV_READY:-}" ]]; then
+    if [[ -z "${VIRTUAL_ENV:-}" ]]; then
+      [[ -x "$REPO_ROOT/.venv/bin/python" ]] || { echo "error: under srun no task sets up the environment: run bash scripts/test.sh --co -q (or any script) once outside srun first" >&2; exit 1; }
+      # shellcheck disable=SC1091
+      source "$REPO_ROOT/.venv/bin/activate"
+    fi
+    export PL_ENV_READY="$VIRTUAL_ENV"
+  fi
   if [[ -z "${VIRTUAL_ENV:-}" || "${PL_ENV_READY:-}" != "$VIRTUAL_ENV" ]]; then
     # shellcheck disable=SC1091
     source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
     export PL_ENV_READY="$VIRTUAL_ENV"
   fi
-  export TQDM_DISABLE=1  # no progress bars from subword-nmt, sacremoses or fairseq in the logs
-  PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)${PYTHONPATH:+:$PYTHONPATH}" \
-    exec python -m recipes "$name" "$@"
 }

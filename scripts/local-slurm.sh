@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Start a one-node SLURM cluster on this machine, as a laptop or a CI job would have one to
+# try the recipes' --launcher slurm (and as tests/test_slurm.py does).
+#
+# Usage: bash scripts/local-slurm.sh [start|stop|status]
+#
+#   start    install slurm-wlm and munge if they are missing (Debian/Ubuntu, as root:
+#            apt-get), write a slurm.conf with one node of all this machine's CPUs (no
+#            GPUs), start munged (as user munge), slurmctld and slurmd directly (no
+#            systemd), and wait until sinfo shows the node idle.  Does nothing if a cluster
+#            already answers.
+#   stop     stop the daemons this script started
+#   status   sinfo, or exit 1 if no cluster answers
+#
+# Everything it writes is under $RELPOS_SLURM_DIR (default /tmp/relpos-slurm): slurm.conf,
+# state, spool and logs.  Export SLURM_CONF=$RELPOS_SLURM_DIR/slurm.conf to use the cluster
+# from another shell (start prints the line).  Needs root (the daemons run as root here).
+set -euo pipefail
+ACTION=${1:-start}
+case "$ACTION" in
+  -h|--help) awk 'NR == 1 && /^#!/ { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
+  start|stop|status) ;;
+  *) echo "error: expected start, stop or status, got '$ACTION' (see --help)" >&2; exit 2 ;;
+esac
+DIR=${RELPOS_SLURM_DIR:-/tmp/relpos-slurm}
+export SLURM_CONF="$DIR/slurm.conf"
+
+answers() { sinfo -h -o %T > /dev/null 2>&1; }
+
+if [[ "$ACTION" == status ]]; then
+  answers || { echo "no SLURM cluster answers (SLURM_CONF=$SLURM_CONF)" >&2; exit 1; }
+  sinfo
+  exit 0
+fi
+if [[ "$ACTION" == stop ]]; then
+  for daemon in slurmd slurmctld; do
+    [[ -f "$DIR/$daemon.pid" ]] && kill "$(cat "$DIR/$daemon.pid")" 2> /dev/null || true
+  done
+  echo "stopped the SLURM daemons of $DIR"
+  exit 0
+fi
+
+if command -v sinfo > /dev/null && answers; then
+  echo "a SLURM cluster already answers: export SLURM_CONF=$SLURM_CONF"
+  exit 0
+fi
+[[ "$(id -u)" == 0 ]] || { echo "error: starting a local SLURM cluster needs root (apt-get, munge, slurmd)" >&2; exit 1; }
+if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
+  command -v apt-get > /dev/null || { echo "error: slurm-wlm and munge are missing and there is no apt-get to install them" >&2; exit 1; }
+  apt-get update -qq > "$DIR.apt.log" 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >> "$DIR.apt.log" 2>&1 ||
+    { tail -n 20 "$DIR.apt.log" >&2; echo "error: could not install slurm-wlm and munge (see $DIR.apt.log)" >&2; exit 1; }
+fi
+
+mkdir -p "$DIR"/{state,spool,log}
+HOST=$(hostname -s)
+CPUS=$(nproc)
+MEMORY=$(awk '/MemTotal/ { print int($2 / 1024) - 512 }' /proc/meminfo)
+cat > "$SLURM_CONF" <<EOF
+ClusterName=relpos
+SlurmctldHost=$HOST
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+JobRequeue=1
+MpiDefault=none
+SchedulerType=sched/backfill
+MaxJobCount=10000
+KillWait=10
+NodeName=$HOST CPUs=$CPUS RealMemory=$MEMORY State=UNKNOWN
+PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+EOF
+
+# munge: a key once, the daemon as its own user
+if [[ ! -s /etc/munge/munge.key ]]; then
+  mkdir -p /etc/munge
+  dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key status=none
+fi
+chown -R munge:munge /etc/munge /var/lib/munge /var/log/munge 2> /dev/null || true
+mkdir -p /run/munge && chown munge:munge /run/munge
+chmod 400 /etc/munge/munge.key
+pgrep -x munged > /dev/null || su -s /bin/sh munge -c /usr/sbin/munged
+
+slurmctld -f "$SLURM_CONF"
+slurmd -f "$SLURM_CONF"
+for _ in $(seq 1 60); do
+  if [[ "$(sinfo -h -o %T 2> /dev/null)" == idle ]]; then
+    echo "SLURM is up: one node ($HOST, $CPUS CPUs, partition debug). export SLURM_CONF=$SLURM_CONF"
+    exit 0
+  fi
+  sleep 0.5
+done
+echo "error: the SLURM node did not become idle (see $DIR/log/)" >&2
+sinfo >&2 || true
+exit 1

@@ -1,0 +1,144 @@
+"""The recipes on a real SLURM cluster: a one-node cluster on this machine, started by
+scripts/local-slurm.sh (as root, installing slurm-wlm and munge with apt-get when missing).
+Where it cannot be started (not root, no apt), these tests skip with the reason.
+
+One SMOKE table 3 runs with --launcher slurm --wait: every step is a SLURM job (the manifests
+hold the job ids), one training job is requeued half-way and resumes from its checkpoint, a
+re-run submits nothing, and a system whose training fails stays on the report with its error
+while the others go on.  Then train.sh under srun with two tasks trains one model (gloo, CPU)
+with the batch of one task."""
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import shared_path
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "scripts"
+SMOKE_MODEL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
+               "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+               "--encoder-attention-heads", "2", "--decoder-attention-heads", "2", "--batch-tokens", "1200"]
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """SLURM_CONF of a running one-node cluster, started here if none answers."""
+    directory = Path(os.environ.get("RELPOS_SLURM_DIR", "/tmp/relpos-slurm"))
+    env = {**os.environ, "RELPOS_SLURM_DIR": str(directory)}
+    proc = subprocess.run(["bash", SCRIPTS / "local-slurm.sh", "start"], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        pytest.skip(f"no SLURM cluster: scripts/local-slurm.sh start failed: {proc.stderr.strip()[-300:]}")
+    return str(directory / "slurm.conf")
+
+
+def run(command, env, check=True):
+    full = {**os.environ, **env}
+    if os.environ.get("VIRTUAL_ENV"):
+        full["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
+    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=full, cwd=REPO)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{command} failed ({proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def slurm_run(*args, env):
+    return run(["bash", SCRIPTS / "reproduce" / "table3.sh", *args, "--launcher", "slurm",
+                "--slurm-gpus-per-job", "0"], env)
+
+
+@pytest.fixture(scope="module")
+def table3(slurm, tmp_path_factory):
+    """SMOKE table 3 submitted to SLURM, with one training requeued half-way through."""
+    data = shared_path("data", "wmt-newstest")
+    root = tmp_path_factory.mktemp("slurm")
+    roots = ["--work-root", root / "work", "--runs-root", root / "runs"]
+    # long enough trainings (checkpoints every 20 updates) to requeue one half-way
+    env = {"SLURM_CONF": slurm, "SMOKE": "1", "SMOKE_DATA": str(data),
+           "TRAIN_EXTRA_ARGS": "--max-update 100 --save-interval-updates 20"}
+    submitted = slurm_run(*roots, env=env)
+    runs = root / "runs" / "smoke"
+    jobs = json.loads((runs / "slurm" / "jobs.json").read_text())
+    save = runs / "wmt19-de-en" / "transformer_abs-len100"
+    deadline = time.time() + 600
+    while not (save / "checkpoint_last.pt").exists():  # its first checkpoint: requeue it now
+        assert time.time() < deadline, "the training job never saved a checkpoint"
+        time.sleep(0.5)
+    job = jobs["de-en-transformer_abs-len100"]
+    subprocess.run(["scontrol", "requeue", job], check=True, env={**os.environ, "SLURM_CONF": slurm})
+    # SLURM holds a requeued job back for two minutes; a test need not wait for that
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env={**os.environ, "SLURM_CONF": slurm})
+    waited = slurm_run(*roots, "--wait", env=env)
+    return {"root": root, "roots": roots, "env": env, "runs": runs, "jobs": jobs, "submitted": submitted,
+            "waited": waited, "requeued": save}
+
+
+def test_every_step_ran_as_a_slurm_job(table3):
+    runs, jobs = table3["runs"], table3["jobs"]
+    assert set(jobs) == {"prepare-de-en", "de-en-transformer_abs-len100", "de-en-transformer_rel-len100",
+                         "de-en-transformer_abs-len75", "de-en-transformer_rel-len75", "report-table3"}
+    assert "after " in table3["submitted"].stdout  # the systems wait for the data
+    manifests = list((table3["root"]).rglob(".steps/*.json"))
+    assert len(manifests) > 40
+    for manifest in manifests:
+        record = json.loads(manifest.read_text())
+        assert record["status"] == "done" and record["job_id"] in jobs.values(), manifest
+    for system in ("transformer_abs-len100", "transformer_rel-len75"):
+        record = json.loads((runs / "wmt19-de-en" / system / ".steps" / "train.json").read_text())
+        assert record["job_id"] == jobs[f"de-en-{system}"]
+    report = (runs / "reports" / "table3" / "report.md").read_text()
+    assert "Absolute@100 (baseline)" in report and "Relative@75" in report
+    assert "| Absolute@100 (baseline) |" in table3["waited"].stdout
+    assert re.search(r"job \d+ report-table3: COMPLETED", table3["waited"].stderr)
+
+
+def test_a_requeued_training_resumes_from_its_checkpoint(table3):
+    log = (table3["requeued"] / "train.log").read_text()
+    assert "No existing checkpoint found" in log  # the first start
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ [1-9]\d* updates\)", log)
+    assert "num_updates 100" in log
+    assert re.search(r"job \d+ de-en-transformer_abs-len100: COMPLETED, restarted 1x", table3["waited"].stderr)
+
+
+def test_a_rerun_submits_nothing(table3):
+    again = slurm_run(*table3["roots"], env=table3["env"])
+    assert "[submitted" not in again.stdout
+    assert again.stdout.count("[done]") == 6
+
+
+def test_a_failing_system_stays_on_the_report_and_the_others_go_on(table3):
+    broken = table3["runs"] / "wmt19-de-en" / "transformer_rel_k-len75"
+    (broken / ".steps").mkdir(parents=True)
+    (broken / "checkpoint_last.pt").write_bytes(b"PK\x03\x04 cut short")
+    proc = slurm_run(*table3["roots"], "--system", "Broken@75=transformer_rel_k@75", "--wait", env=table3["env"])
+    assert "[submitted" in proc.stdout and "[done] de-en-transformer_abs-len100" in proc.stdout
+    assert "FAILED de-en-transformer_rel_k-len75" in proc.stderr
+    report = (table3["runs"] / "reports" / "table3" / "report.md").read_text()
+    assert "Not in this report, because they failed" in report
+    assert re.search(r"- Broken@75: .*checkpoint_last\.pt is truncated", report)
+    assert "| Relative@75 |" in report
+
+
+def test_train_under_srun_with_two_tasks_trains_one_model_with_one_tasks_batch(table3, tmp_path):
+    data = table3["root"] / "work" / "smoke" / "wmt19-de-en" / "data-bin" / "len100"
+    env = {"SLURM_CONF": table3["env"]["SLURM_CONF"]}
+    common = ["--data", data, "--arch", "transformer_abs", "--gpus", "0", *SMOKE_MODEL, "--max-update", "12",
+              "--log-interval", "1"]
+    run(["srun", "--ntasks", "2", "--kill-on-bad-exit=1", "bash", SCRIPTS / "train.sh", "--save-dir", tmp_path / "two",
+         *common], env)
+    run(["bash", SCRIPTS / "train.sh", "--save-dir", tmp_path / "one", *common], env)
+    two, one = (tmp_path / "two" / "train.log").read_text(), (tmp_path / "one" / "train.log").read_text()
+    assert "distributed_world_size': 2" in two and "'max_tokens': 600" in two  # 2 x 600 tokens
+    assert "'max_tokens': 1200" in one
+    assert two.count("done training") == 1  # rank 0 alone writes the log
+    assert (tmp_path / "two" / "checkpoint_best.pt").exists()
+    assert json.loads((tmp_path / "two" / ".steps" / "train.json").read_text())["status"] == "done"
+    # each update takes the same tokens, whether from one worker or two
+    tokens = [[float(w) for w in re.findall(r"wpb=([\d.]+)", log)] for log in (one, two)]
+    assert abs(sum(tokens[1]) / len(tokens[1]) / (sum(tokens[0]) / len(tokens[0])) - 1) < 0.35
