@@ -15,7 +15,7 @@ from fairseq_relpos.modules.attention import RelPosSelfAttention
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, InputScheme, PositionSpec, scheme_names
 from fairseq_relpos.positions.base import StackContext
 
-EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 16
+EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 20  # 20 positions: room for Shaw's default k = 16
 HEAD_DIM = EMBED_DIM // HEADS
 ATOL = 1e-5
 
@@ -391,10 +391,15 @@ def test_legacy_max_relative_position_is_the_default_k():
     ("huang1+huang3", "multiplicative"), ("rope+rope", "cannot be combined"), ("", "empty position spec"),
     ("none+abs", "unknown position scheme 'none'"), ("bogus", "unknown position scheme 'bogus'"),
     ("shaw:q=3", r"shaw has no setting 'q=3'; it takes k=16, heads=shared, layers=separate"),
-    ("shaw:k", "shaw has no setting 'k'"), ("shaw:k=0", "must be >= 1"), ("shaw:k=x", "is not a int"),
+    ("shaw:k", "shaw has no setting 'k'"), ("shaw:k=0", "must be >= 1"), ("shaw:k=x", "is not an integer"),
     ("t5:heads=both", "expected one of separate, shared"), ("xl:biases=maybe", "true or false"),
     ("huang2:clip=0", "clip must be >= 1 or none"), ("alibi:slope=1", "it takes no settings"),
-    ("abs:shift=-1", "shift must be >= 0"), ("t5:buckets=7", "even number"),
+    ("abs:shift=-1", "shift must be between 0 and"), ("t5:buckets=7", "even number"),
+    # issue 23.10: every numeric setting finite and in range, each key once
+    ("shaw:k=4,k=5", r"shaw sets k twice \('k=4' and 'k=5'\)"), ("t5:buckets=8,buckets=8", "sets buckets twice"),
+    ("rope:base=nan", r"rope:base='nan' is not a finite number"), ("rope:base=inf", "is not a finite number"),
+    ("rope:base=-inf", "is not a finite number"), ("rope:base=1", "base must be a finite number > 1"),
+    ("abs:shift=99999999999", "shift must be between 0 and 8388608"), ("rel_scalar:clip=1.5", "is not an integer"),
 ])
 def test_position_spec_refuses_naming_the_option_and_what_is_allowed(spec, message):
     with pytest.raises(ValueError, match="--encoder-pos") as refused:
@@ -418,3 +423,50 @@ def test_a_pass_shares_what_it_builds_and_forgets_it_afterwards():
         out, _ = attention(x.clone().requires_grad_())
     out.sum().backward()
     assert attention.positions.key_table.grad is not None
+
+
+# --- issue 23.9: tables sized by what an input can reach ----------------------------------
+@pytest.mark.parametrize("spec, causal, message", [
+    ("shaw:k=100000", False, r"shaw \(encoder\): k=100000 exceeds 19, the longest distance in a sequence of "
+                             r"--max-source-positions 20 tokens.*Use k <= 19, or raise --max-source-positions"),
+    ("shaw_sin:k=99999999999", True, r"shaw_sin \(decoder\): k=99999999999 exceeds 19, .*--max-target-positions 20"),
+    ("huang3:clip=20", False, r"huang3 \(encoder\): clip=20 exceeds 19"),
+    ("rel_scalar:clip=99999999999", True, r"rel_scalar \(decoder\): clip=99999999999 exceeds 19"),
+])
+def test_a_table_beyond_the_longest_distance_is_refused(spec, causal, message):
+    with pytest.raises(ValueError, match=message):
+        build(spec, causal)
+
+
+def test_shaw_costs_what_the_input_needs_not_what_its_table_holds():
+    """k = 2000 on a 6-token input: no tensor but the table (and its gradient) has its 4001
+    rows; k = 100000 died in the backward pass when every call used all 2k+1 rows."""
+    from test_model_invariants import ShapeRecorder
+
+    torch.manual_seed(0)
+    positions = build("shaw:k=2000,heads=separate", causal=False, max_positions=4096)
+    attention = RelPosSelfAttention(EMBED_DIM, HEADS, positions=positions)
+    x = torch.randn(6, 2, EMBED_DIM)
+    with ShapeRecorder() as recorder:
+        out, _ = attention(x)
+        out.sum().backward()
+    table_shape = tuple(positions.key_table.shape)
+    assert table_shape == (HEADS, 4001, HEAD_DIM)
+    assert not [shape for shape in recorder.shapes if 4001 in shape and shape != table_shape]
+    assert positions.key_table.grad[:, 2000 - 5:2000 + 6].abs().sum() > 0  # the reached rows learn
+
+
+# --- issue 21.8: per-head tables start as a shared one --------------------------------------
+@pytest.mark.parametrize("spec", ["shaw:heads=separate", "shaw", "huang4:clip=16", "huang4:clip=16,heads=shared"])
+def test_every_head_table_starts_as_a_shared_table_does(spec):
+    """Xavier-uniform over each head's R x d_h table: bound sqrt(6/(R + d_h)). On the 3-D
+    stack xavier_uniform_ took fan-in R·d_h and fan-out H·d_h: std 0.028 instead of 0.144."""
+    torch.manual_seed(0)
+    context_base = StackContext(embed_dim=512, num_heads=8, num_layers=1, causal=False, max_positions=1024)
+    scheme = PositionSpec.parse(spec).build_attention_layers(context_base)[0]
+    table = scheme.key_table if hasattr(scheme, "key_table") else scheme.table
+    rows, head_dim = table.shape[-2:]
+    bound = math.sqrt(6 / (rows + head_dim))
+    assert (rows, head_dim) == (33, 64)
+    assert float(table.abs().max()) <= bound
+    assert float(table.std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)  # 0.144
