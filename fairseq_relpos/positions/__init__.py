@@ -16,6 +16,7 @@ each with optional settings: ``abs+shaw:k=8``, ``rope+alibi``, ``t5:buckets=32,m
 import dataclasses
 import importlib
 import math
+import operator
 import pkgutil
 import typing
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -56,7 +57,7 @@ def settings_help(name: str) -> str:
 
 class SchemeChain(AttentionScheme):
     """Several attention schemes in one layer: rotations and logit transforms apply in the
-    spec's order, biases and value terms add up."""
+    spec's order, biases and value terms add up, logit scales multiply."""
 
     name = "+"
 
@@ -83,6 +84,9 @@ class SchemeChain(AttentionScheme):
     def logit_bias(self, q, k, span):
         return _sum(scheme.logit_bias(q, k, span) for scheme in self.schemes.values())
 
+    def logit_scale(self, span):
+        return _product(scheme.logit_scale(span) for scheme in self.schemes.values())
+
     def value_term(self, probs, span):
         return _sum(scheme.value_term(probs, span) for scheme in self.schemes.values())
 
@@ -91,10 +95,18 @@ class SchemeChain(AttentionScheme):
 
 
 def _sum(terms):
+    return _combine(terms, operator.add)
+
+
+def _product(factors):
+    return _combine(factors, operator.mul)
+
+
+def _combine(terms, combine):
     total = None
     for term in terms:
         if term is not None:
-            total = term if total is None else total + term
+            total = term if total is None else combine(total, term)
     return total
 
 

@@ -13,8 +13,10 @@ equation and which points it uses):
   2. :meth:`~AttentionScheme.transform_logits`: rewrite the content logits ``q·k``
      (multiplicative schemes: ``huang1`` … ``huang3``);
   3. :meth:`~AttentionScheme.logit_bias`: add to the logits knowing q, k and positions
-     (``shaw``, ``t5``, ``alibi``, ``xl``…);
-  4. :meth:`~AttentionScheme.value_term`: add to the output through the attention
+     (``shaw``, ``t5``, ``alibi``, ``xl``, ``kerple_log``…);
+  4. :meth:`~AttentionScheme.logit_scale`: multiply the whole input of the softmax, content
+     and biases, by a factor per query and head, before masking (``ssmax``);
+  5. :meth:`~AttentionScheme.value_term`: add to the output through the attention
      probabilities (``shaw``'s ``a^V``).
 
 A scheme declares its settings as a dataclass (``Settings``) with defaults; a spec sets them
@@ -192,6 +194,9 @@ class AttentionScheme(PositionScheme):
     def logit_bias(
         self, q: Tensor, k: Tensor, span: AttentionSpan
     ) -> Optional[Tensor]:  # broadcastable to B x H x Tq x Tk
+        return None
+
+    def logit_scale(self, span: AttentionSpan) -> Optional[Tensor]:  # broadcastable to B x H x Tq x 1
         return None
 
     def value_term(
