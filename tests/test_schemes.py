@@ -582,6 +582,19 @@ def test_kerple_bounds_hold_and_a_parameter_out_of_range_can_come_back():
     assert (scheme.r1.grad == 0).all() and (scheme.r2.grad > 0).all()
 
 
+def test_kerple_bias_stays_finite_in_float16():
+    """A strong kernel (r1 = 100: 100·39² = 152100 > float16's 65504) is clamped at 2^15,
+    where every float format's softmax weight is already 0, instead of becoming -inf."""
+    scheme = build("kerple_power", causal=False)
+    with torch.no_grad():
+        scheme.r1.fill_(100.0)
+        scheme.r2.fill_(2.0)
+    q = torch.zeros(1, HEADS, 40, HEAD_DIM, dtype=torch.float16)
+    bias = scheme.logit_bias(q, q, span_of(0, 40, causal=False))
+    assert bias.dtype == torch.float16 and torch.isfinite(bias).all()
+    assert float(bias.min()) == -2 ** 15 and float(bias[0, 0, 0, 1]) == -100.0
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["encoder", "decoder"])
 def test_sandwich_equals_nemos(causal):
     """NVIDIA NeMo's SandwichRelativePositionEmbedding (d̄ = head size, scales h·8/H)

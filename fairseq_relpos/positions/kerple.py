@@ -16,6 +16,10 @@ from .pairwise import absolute_distances
 
 #: the authors' lower bound of every parameter (their ``eps``)
 LOWEST = 1e-2
+#: the largest kernel used: exp(-2^15) is 0 in every float format, so no softmax weight
+#: changes, and a float16 bias stays finite (a padded query far from every token would
+#: otherwise see -inf everywhere and give nan)
+HIGHEST_KERNEL = 2.0 ** 15
 
 
 class _Bounded(torch.autograd.Function):
@@ -63,7 +67,7 @@ class _KernelBias(AttentionScheme):
         r1 = bounded(self.r1.float(), LOWEST)
         r2 = bounded(self.r2.float(), LOWEST, self.r2_highest)
         # in float32: |j - i|^2 of a few hundred tokens overflows float16
-        kernel = self.kernel(absolute_distances(span).float(), r1, r2)  # H x Tq x Tk
+        kernel = self.kernel(absolute_distances(span).float(), r1, r2).clamp(max=HIGHEST_KERNEL)  # H x Tq x Tk
         return -kernel.unsqueeze(0).to(q.dtype)  # 1 x H x Tq x Tk
 
     @staticmethod
