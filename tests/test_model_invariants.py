@@ -243,6 +243,12 @@ def test_parameter_counts():
         "transformer_huang2": distance_scalars,
         "transformer_huang3": distance_vectors,
         "transformer_huang4": distance_vectors,
+        "transformer_kerple_log": both_stacks(2 * heads, 2 * heads),  # r1, r2 per head and layer
+        "transformer_kerple_power": both_stacks(2 * heads, 2 * heads),
+        "transformer_sandwich": 0,
+        # f_θ: 1 -> 32 -> H with biases; c and L's multiplier
+        "transformer_fire": both_stacks(2 * 32 + 32 * heads + heads + 2, 2 * 32 + 32 * heads + heads + 2),
+        "transformer_ssmax": both_stacks(heads, heads),  # s per head and layer; RoPE has none
     }
     assert set(position_parameters) == set(ARCHS)
     absolute = counts["transformer_abs"]

@@ -13,9 +13,9 @@ import torch
 
 from fairseq_relpos.modules.attention import RelPosSelfAttention
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, InputScheme, PositionSpec, scheme_names
-from fairseq_relpos.positions.base import StackContext
+from fairseq_relpos.positions.base import AttentionSpan, PassMemo, StackContext
 
-EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 16
+EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 20  # 20 positions: room for Shaw's default k = 16
 HEAD_DIM = EMBED_DIM // HEADS
 ATOL = 1e-5
 
@@ -93,7 +93,7 @@ def shaw_vectors(scheme, h, r):
     return [None if table is None else table_row(table, h, row) for table in (scheme.key_table, scheme.value_table)]
 
 
-def shaw_bias(scheme, q, k, i, j, h, pi, pj):
+def shaw_bias(scheme, q, k, i, j, h, pi, pj, length):
     key_vector = shaw_vectors(scheme, h, j - i)[0]
     return 0.0 if key_vector is None else float(q @ key_vector) / math.sqrt(HEAD_DIM)
 
@@ -119,11 +119,11 @@ def t5_bucket(scheme, r):
     return offset + min(large, buckets - 1)
 
 
-def t5_bias(scheme, q, k, i, j, h, pi, pj):
+def t5_bias(scheme, q, k, i, j, h, pi, pj, length):
     return float(scheme.table[t5_bucket(scheme, j - i), head_of(scheme.table.t(), h)])
 
 
-def alibi_bias(scheme, q, k, i, j, h, pi, pj):
+def alibi_bias(scheme, q, k, i, j, h, pi, pj, length):
     slope = 2 ** (-8 * (h + 1) / HEADS)  # Press et al., for a power-of-two number of heads
     return -slope * abs(j - i)
 
@@ -139,7 +139,7 @@ def rope_rotate(scheme, vector, position):
     return out
 
 
-def xl_bias(scheme, q, k, i, j, h, pi, pj):
+def xl_bias(scheme, q, k, i, j, h, pi, pj, length):
     projected = scheme.position_proj(reference_sinusoid(i - j, EMBED_DIM)).view(HEADS, HEAD_DIM)[h]  # W_R R_{i-j}
     u, v = (scheme.content_bias[h, 0], scheme.position_bias[h, 0]) if scheme.settings.biases else (0 * q, 0 * q)
     return (float(u @ k) + float((q + v) @ projected)) / math.sqrt(HEAD_DIM)
@@ -155,11 +155,11 @@ def head_of(table, h):
     return h if table.size(0) > 1 else 0
 
 
-def rel_scalar_bias(scheme, q, k, i, j, h, pi, pj):
+def rel_scalar_bias(scheme, q, k, i, j, h, pi, pj, length):
     return float(scheme.table[distance_row(scheme, j - i), head_of(scheme.table.t(), h)])
 
 
-def abs_scalar_bias(scheme, q, k, i, j, h, pi, pj):
+def abs_scalar_bias(scheme, q, k, i, j, h, pi, pj, length):
     table = scheme.table[head_of(scheme.table, h)]
     return float(table[pi] @ table[pj])
 
@@ -175,9 +175,40 @@ def huang3_transform(scheme, e, q, k, i, j, h):
     return float((q * k * gate).sum()) / math.sqrt(HEAD_DIM)
 
 
-def huang4_bias(scheme, q, k, i, j, h, pi, pj):
+def huang4_bias(scheme, q, k, i, j, h, pi, pj, length):
     a = scheme.table[head_of(scheme.table, h), distance_row(scheme, j - i)]
     return (float(q @ a) + float(k @ a)) / math.sqrt(HEAD_DIM)
+
+
+def kerple_bias(kernel, r2_highest=math.inf):
+    """Chi et al. 2022 with the authors' bounds (r1, r2 >= 0.01; power: r2 <= 2)."""
+    def bias(scheme, q, k, i, j, h, pi, pj, length):
+        r1 = max(0.01, float(scheme.r1[h]))
+        r2 = min(r2_highest, max(0.01, float(scheme.r2[h])))
+        return -kernel(abs(j - i), r1, r2)
+    return bias
+
+
+def sandwich_bias(scheme, q, k, i, j, h, pi, pj, length):
+    dim = scheme.settings.dim or HEAD_DIM
+    inner = sum(math.cos((j - i) / 10000 ** (2 * m / dim)) for m in range(1, dim // 2 + 1))  # p_i·p_j
+    return (inner - dim / 2) * HEADS / (8 * (h + 1))
+
+
+def fire_bias(scheme, q, k, i, j, h, pi, pj, length):
+    """f(ψ(i - j)/ψ(max(L, i))), i the tokens before the query; in the encoder a key after the
+    query is normalised by the tokens after it, and negated."""
+    c = abs(float(scheme.c))
+    threshold = abs(float(scheme.threshold_scale) * scheme.settings.threshold)
+    psi = lambda x: math.log(c * x + 1)  # noqa: E731
+    context = pi if j <= i else length - 1 - pi
+    side = 1 if j < i else -1
+    x = side * psi(abs(i - j)) / (psi(max(threshold, context)) + 1e-6)
+    return float(scheme.mlp(torch.tensor([x]))[h])
+
+
+def ssmax_scale(scheme, h, keys):
+    return float(scheme.s[h]) * math.log(keys)
 
 
 INPUT_REFERENCES = {
@@ -200,6 +231,11 @@ ATTENTION_REFERENCES = {
     "huang2": dict(transform=huang_scalar_transform(unsigned=False)),
     "huang3": dict(transform=huang3_transform),
     "huang4": dict(bias=huang4_bias),
+    "kerple_log": dict(bias=kerple_bias(lambda d, r1, r2: r1 * math.log(1 + r2 * d))),
+    "kerple_power": dict(bias=kerple_bias(lambda d, r1, r2: r1 * d ** r2, r2_highest=2.0)),
+    "sandwich": dict(bias=sandwich_bias),
+    "fire": dict(bias=fire_bias),
+    "ssmax": dict(scale=ssmax_scale),
 }
 
 
@@ -218,6 +254,7 @@ def reference_attention(attention, x, key_padding_mask):
     z = torch.zeros(length, bsz, HEADS, HEAD_DIM)
     for b in range(bsz):
         token_position = torch.cumsum((~key_padding_mask[b]).long(), 0) - 1  # position among real tokens
+        row_length = int((~key_padding_mask[b]).sum())
         for h in range(HEADS):
             def rotated(vector, position):
                 for scheme, reference in parts:
@@ -227,8 +264,10 @@ def reference_attention(attention, x, key_padding_mask):
             for i in range(length):
                 logits = []
                 q_i = rotated(q[i, b, h], i)
+                blocked = [bool(key_padding_mask[b, j]) or (attention.causal and j > i) for j in range(length)]
+                keys_attended = max(1, blocked.count(False))
                 for j in range(length):
-                    if key_padding_mask[b, j] or (attention.causal and j > i):
+                    if blocked[j]:
                         logits.append(float("-inf"))
                         continue
                     k_j = rotated(k[j, b, h], j)
@@ -239,7 +278,10 @@ def reference_attention(attention, x, key_padding_mask):
                     for scheme, reference in parts:
                         if "bias" in reference:
                             e += reference["bias"](scheme, q_i, k_j, i, j, h, int(token_position[i]),
-                                                   int(token_position[j]))
+                                                   int(token_position[j]), row_length)
+                    for scheme, reference in parts:  # the whole input of the softmax
+                        if "scale" in reference:
+                            e *= reference["scale"](scheme, h, keys_attended)
                     logits.append(e)
                 alpha = torch.softmax(torch.tensor(logits), dim=0)
                 for j in range(length):
@@ -258,6 +300,8 @@ ATTENTION_SPECS = sorted(name for name, cls in SCHEMES.items() if issubclass(cls
     "rel_scalar:clip=3", "rel_scalar:heads=shared", "abs_scalar:heads=shared", "huang1:clip=2",
     "huang2:clip=3,heads=shared", "huang3:clip=4", "huang4:clip=2", "xl:biases=false", "rope:base=100",
     "rope+alibi", "shaw_k+t5", "abs_scalar+shaw+rel_scalar", "rope+huang2+shaw_v", "t5+huang1",
+    "sandwich:dim=4", "fire:threshold=2", "fire:width=4,layers=shared", "kerple_power+rope", "rope+ssmax",
+    "shaw+ssmax", "huang3+kerple_log+ssmax", "sandwich+ssmax:s=2",
 ]
 
 
@@ -346,6 +390,9 @@ def test_alibi_slopes_for_any_number_of_heads():
     ("huang1", True, HEADS * MAX_POSITIONS), ("huang2", False, HEADS * (2 * MAX_POSITIONS - 1)),
     ("huang2", True, HEADS * MAX_POSITIONS), ("huang3:clip=2", False, HEADS * 5 * HEAD_DIM),
     ("huang4:heads=shared", True, MAX_POSITIONS * HEAD_DIM),
+    ("kerple_log", False, 2 * HEADS), ("kerple_power", True, 2 * HEADS), ("sandwich", False, 0),
+    ("fire", False, 2 * 32 + 32 * HEADS + HEADS + 2), ("fire:width=4", True, 2 * 4 + 4 * HEADS + HEADS + 2),
+    ("ssmax", False, HEADS), ("rope+ssmax", True, HEADS),
 ])
 def test_parameters_per_layer(spec, causal, rows):
     """Each scheme's parameters in one layer, as docs/positions.md counts them."""
@@ -354,7 +401,8 @@ def test_parameters_per_layer(spec, causal, rows):
 
 @pytest.mark.parametrize("spec, separate_tables", [
     ("shaw", 3), ("shaw:layers=shared", 1), ("t5", 1), ("t5:layers=separate", 3), ("rel_scalar", 3),
-    ("huang4:layers=shared", 1), ("abs_scalar", 3),
+    ("huang4:layers=shared", 1), ("abs_scalar", 3), ("kerple_log", 3), ("fire", 3), ("fire:layers=shared", 1),
+    ("ssmax", 3),
 ])
 def test_sharing_across_layers_is_a_setting(spec, separate_tables):
     layers = PositionSpec.parse(spec).build_attention_layers(context(False, num_layers=3))
@@ -391,10 +439,22 @@ def test_legacy_max_relative_position_is_the_default_k():
     ("huang1+huang3", "multiplicative"), ("rope+rope", "cannot be combined"), ("", "empty position spec"),
     ("none+abs", "unknown position scheme 'none'"), ("bogus", "unknown position scheme 'bogus'"),
     ("shaw:q=3", r"shaw has no setting 'q=3'; it takes k=16, heads=shared, layers=separate"),
-    ("shaw:k", "shaw has no setting 'k'"), ("shaw:k=0", "must be >= 1"), ("shaw:k=x", "is not a int"),
+    ("shaw:k", "shaw has no setting 'k'"), ("shaw:k=0", "must be >= 1"), ("shaw:k=x", "is not an integer"),
     ("t5:heads=both", "expected one of separate, shared"), ("xl:biases=maybe", "true or false"),
     ("huang2:clip=0", "clip must be >= 1 or none"), ("alibi:slope=1", "it takes no settings"),
-    ("abs:shift=-1", "shift must be >= 0"), ("t5:buckets=7", "even number"),
+    ("abs:shift=-1", "shift must be between 0 and"), ("t5:buckets=7", "even number"),
+    # issue 23.10: every numeric setting finite and in range, each key once
+    ("shaw:k=4,k=5", r"shaw sets k twice \('k=4' and 'k=5'\)"), ("t5:buckets=8,buckets=8", "sets buckets twice"),
+    ("rope:base=nan", r"rope:base='nan' is not a finite number"), ("rope:base=inf", "is not a finite number"),
+    ("rope:base=-inf", "is not a finite number"), ("rope:base=1", "base must be a finite number > 1"),
+    ("abs:shift=99999999999", "shift must be between 0 and 8388608"), ("rel_scalar:clip=1.5", "is not an integer"),
+    ("kerple_log:r1=1", "kerple_log has no setting 'r1=1'; it takes no settings"),
+    ("sandwich:dim=3", "dim must be an even number"), ("sandwich:dim=0", "even number from 2"),
+    ("sandwich:dim=100000", "even number from 2 to 4096"), ("fire:c=0", "c must be a finite number > 0"),
+    ("fire:c=nan", "is not a finite number"), ("fire:threshold=-1", "threshold must be a finite number >= 0"),
+    ("fire:width=0", "width must be from 1"), ("fire:layers=some", "expected one of separate, shared"),
+    ("ssmax:s=0", "s must be a finite number > 0"), ("ssmax:s=-inf", "is not a finite number"),
+    ("rope+ssmax+ssmax", "cannot be combined"),
 ])
 def test_position_spec_refuses_naming_the_option_and_what_is_allowed(spec, message):
     with pytest.raises(ValueError, match="--encoder-pos") as refused:
@@ -418,3 +478,201 @@ def test_a_pass_shares_what_it_builds_and_forgets_it_afterwards():
         out, _ = attention(x.clone().requires_grad_())
     out.sum().backward()
     assert attention.positions.key_table.grad is not None
+
+
+def span_of(q_start, q_len, causal, key_padding_mask=None):
+    return AttentionSpan(q_start, q_len, q_start + q_len, causal, key_padding_mask, torch.device("cpu"), PassMemo())
+
+
+def bias_of(scheme, span):  # H x Tq x Tk of one row
+    q = torch.zeros(1, scheme.context.num_heads, span.q_len, scheme.context.head_dim)
+    return scheme.logit_bias(q, q, span)[0]
+
+
+# --- issue 23.9: tables sized by what an input can reach ----------------------------------
+@pytest.mark.parametrize("spec, causal, message", [
+    ("shaw:k=100000", False, r"shaw \(encoder\): k=100000 exceeds 19, the longest distance in a sequence of "
+                             r"--max-source-positions 20 tokens.*Use k <= 19, or raise --max-source-positions"),
+    ("shaw_sin:k=99999999999", True, r"shaw_sin \(decoder\): k=99999999999 exceeds 19, .*--max-target-positions 20"),
+    ("huang3:clip=20", False, r"huang3 \(encoder\): clip=20 exceeds 19"),
+    ("rel_scalar:clip=99999999999", True, r"rel_scalar \(decoder\): clip=99999999999 exceeds 19"),
+])
+def test_a_table_beyond_the_longest_distance_is_refused(spec, causal, message):
+    with pytest.raises(ValueError, match=message):
+        build(spec, causal)
+
+
+def test_shaw_costs_what_the_input_needs_not_what_its_table_holds():
+    """k = 2000 on a 6-token input: no tensor but the table (and its gradient) has its 4001
+    rows; k = 100000 died in the backward pass when every call used all 2k+1 rows."""
+    from test_model_invariants import ShapeRecorder
+
+    torch.manual_seed(0)
+    positions = build("shaw:k=2000,heads=separate", causal=False, max_positions=4096)
+    attention = RelPosSelfAttention(EMBED_DIM, HEADS, positions=positions)
+    x = torch.randn(6, 2, EMBED_DIM)
+    with ShapeRecorder() as recorder:
+        out, _ = attention(x)
+        out.sum().backward()
+    table_shape = tuple(positions.key_table.shape)
+    assert table_shape == (HEADS, 4001, HEAD_DIM)
+    assert not [shape for shape in recorder.shapes if 4001 in shape and shape != table_shape]
+    assert positions.key_table.grad[:, 2000 - 5:2000 + 6].abs().sum() > 0  # the reached rows learn
+
+
+# --- issue 21.8: per-head tables start as a shared one --------------------------------------
+@pytest.mark.parametrize("spec", ["shaw:heads=separate", "shaw", "huang4:clip=16", "huang4:clip=16,heads=shared"])
+def test_every_head_table_starts_as_a_shared_table_does(spec):
+    """Xavier-uniform over each head's R x d_h table: bound sqrt(6/(R + d_h)). On the 3-D
+    stack xavier_uniform_ took fan-in R·d_h and fan-out H·d_h: std 0.028 instead of 0.144."""
+    torch.manual_seed(0)
+    context_base = StackContext(embed_dim=512, num_heads=8, num_layers=1, causal=False, max_positions=1024)
+    scheme = PositionSpec.parse(spec).build_attention_layers(context_base)[0]
+    table = scheme.key_table if hasattr(scheme, "key_table") else scheme.table
+    rows, head_dim = table.shape[-2:]
+    bound = math.sqrt(6 / (rows + head_dim))
+    assert (rows, head_dim) == (33, 64)
+    assert float(table.abs().max()) <= bound
+    assert float(table.std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)  # 0.144
+
+
+# --- the new schemes against their authors' code, re-expressed -----------------------------
+@pytest.mark.parametrize("name", ["kerple_log", "kerple_power"])
+def test_kerple_equals_the_authors_code(name):
+    """chijames/KERPLE, megatron/mpu/layers.py (ParallelKerpleLog, ParallelKerplePower):
+    their forward with their parameter names, on a causal 50-token pass and on the last
+    token of a cached step, some parameters outside the authors' bounds."""
+    torch.manual_seed(0)
+    scheme = build(name, causal=True, heads=8)
+    with torch.no_grad():
+        scheme.r1[0], scheme.r2[1], scheme.r2[2] = -0.5, 3.0, 1e-4
+    n, eps = 50, 1e-2
+    diff = torch.tril(torch.arange(n).view(n, 1).repeat(1, n) + torch.arange(0, -n, -1)).float()
+    r1, r2 = scheme.r1.detach(), scheme.r2.detach()
+    if name == "kerple_log":
+        bias_p, bias_a = r1.clamp(min=eps), r2.clamp(min=eps)
+        theirs = -bias_p * torch.log(1 + bias_a * diff)
+    else:
+        bias_a, bias_p = r1.clamp(min=eps), r2.clamp(min=eps, max=2)
+        theirs = -diff.pow(bias_p) * bias_a
+    causal = torch.ones(n, n).tril().bool()
+    with torch.no_grad():
+        ours = bias_of(scheme, span_of(0, n, causal=True))
+        step = bias_of(scheme, span_of(n - 1, 1, causal=True))  # their inference: the last row
+    torch.testing.assert_close(ours[:, causal], theirs[:, causal], atol=1e-5, rtol=1e-6)
+    torch.testing.assert_close(step[:, 0], theirs[:, -1], atol=1e-5, rtol=1e-6)
+
+
+def test_kerple_bounds_hold_and_a_parameter_out_of_range_can_come_back():
+    """The forward pass uses the authors' bounds; the gradient of a parameter outside them
+    is kept when a descent step would bring it back, dropped when it would push further."""
+    scheme = build("kerple_power", causal=True)
+    with torch.no_grad():
+        scheme.r1.fill_(-1.0)  # acts as 0.01
+        scheme.r2.fill_(3.0)  # acts as 2
+    span = span_of(0, 6, causal=True)
+    distance = torch.arange(6.0).view(-1, 1) - torch.arange(6.0)  # i - j
+    expected = -0.01 * distance.clamp(min=0) ** 2
+    bias = bias_of(scheme, span)
+    torch.testing.assert_close(bias[:, distance >= 0], expected[distance >= 0].expand(HEADS, -1))
+    bias.sum().backward()  # wants a larger r1 (back in range) and a larger r2 (further out)
+    assert (scheme.r1.grad < 0).all() and (scheme.r2.grad == 0).all()
+    scheme.zero_grad()
+    (-bias_of(scheme, span).sum()).backward()  # wants a smaller r1 (further out) and a smaller r2 (back)
+    assert (scheme.r1.grad == 0).all() and (scheme.r2.grad > 0).all()
+
+
+def test_kerple_bias_stays_finite_in_float16():
+    """A strong kernel (r1 = 100: 100·39² = 152100 > float16's 65504) is clamped at 2^15,
+    where every float format's softmax weight is already 0, instead of becoming -inf."""
+    scheme = build("kerple_power", causal=False)
+    with torch.no_grad():
+        scheme.r1.fill_(100.0)
+        scheme.r2.fill_(2.0)
+    q = torch.zeros(1, HEADS, 40, HEAD_DIM, dtype=torch.float16)
+    bias = scheme.logit_bias(q, q, span_of(0, 40, causal=False))
+    assert bias.dtype == torch.float16 and torch.isfinite(bias).all()
+    assert float(bias.min()) == -2 ** 15 and float(bias[0, 0, 0, 1]) == -100.0
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "decoder"])
+def test_sandwich_equals_nemos(causal):
+    """NVIDIA NeMo's SandwichRelativePositionEmbedding (d̄ = head size, scales h·8/H)
+    re-expressed, 8 heads of 64 on 40 tokens."""
+    context_base = StackContext(embed_dim=512, num_heads=8, num_layers=1, causal=causal, max_positions=1024)
+    scheme = PositionSpec.parse("sandwich").build_attention_layers(context_base)[0]
+    n, hidden, heads = 40, 64, 8
+    relative = (torch.arange(n)[None, :] - torch.arange(n)[:, None]).abs().float()
+    inv_freq = 1.0 / (10000 ** (2 * torch.arange(1, hidden / 2 + 1) / hidden))
+    bias = torch.sum((relative[:, :, None] * inv_freq).cos(), dim=2).repeat(heads, 1, 1)
+    scales = torch.arange(1, heads + 1)[:, None, None]
+    theirs = (bias - hidden / 2) / (scales * 8 / heads)
+    visible = torch.ones(n, n).tril().bool() if causal else torch.ones(n, n, dtype=torch.bool)
+    ours = bias_of(scheme, span_of(0, n, causal))
+    torch.testing.assert_close(ours[:, visible], theirs[:, visible], atol=2e-5, rtol=1e-6)
+
+
+def test_fire_decoder_equals_the_papers_code():
+    """Li et al. 2024, appendix: the FIRE module re-expressed, with a threshold small enough
+    (L = 7.3) that the normaliser grows along the 40 queries."""
+    torch.manual_seed(0)
+    scheme = build("fire", causal=True, heads=8)
+    with torch.no_grad():
+        scheme.c.fill_(0.37)
+        scheme.threshold_scale.fill_(7.3 / 512)
+    n, eps = 40, 1e-6
+    positions = torch.arange(n, dtype=torch.float)
+    rel_distance = positions[:, None] - positions[None, :]
+    threshold = torch.abs(scheme.threshold_scale * scheme.settings.threshold)
+    pos_normalizer = torch.max(positions, threshold)[:, None]
+    rel_distance = torch.log(torch.abs(scheme.c * rel_distance) + 1)
+    pos_normalizer = torch.log(torch.abs(scheme.c * pos_normalizer) + 1) + eps
+    with torch.no_grad():
+        theirs = scheme.mlp((rel_distance / pos_normalizer).unsqueeze(-1)).permute(2, 0, 1)  # H x n x n
+        ours = bias_of(scheme, span_of(0, n, causal=True))
+    causal = torch.ones(n, n).tril().bool()
+    torch.testing.assert_close(ours[:, causal], theirs[:, causal], atol=1e-6, rtol=1e-6)
+
+
+def test_fire_encoder_reads_each_side_from_its_own_context():
+    """The bidirectional form: the bias of the pair (i, j), j after i, equals the causal
+    bias of the mirrored pair in the reversed sentence, with the MLP input negated."""
+    torch.manual_seed(0)
+    encoder = build("fire:threshold=3", causal=False)
+    n = 12
+    with torch.no_grad():
+        ours = bias_of(encoder, span_of(0, n, causal=False))  # H x n x n
+        decoder = build("fire:threshold=3", causal=True)
+        decoder.load_state_dict(encoder.state_dict())
+        first_layer = decoder.mlp[0]
+        first_layer.weight.neg_()  # f(-x) through the decoder's input x
+        mirrored = bias_of(decoder, span_of(0, n, causal=True)).flip(-1, -2)  # pair (n-1-i, n-1-j)
+    after = torch.ones(n, n).triu(1).bool()
+    torch.testing.assert_close(ours[:, after], mirrored[:, after])
+
+
+def test_ssmax_equals_scalable_softmax_with_the_keys_a_query_attends_to():
+    """The scalable-softmax package's forward, softmax(x·s·log n) over x's last dimension,
+    on each query's unmasked logits: the real keys of a left-padded row (encoder) and those
+    up to the query (decoder)."""
+    torch.manual_seed(0)
+    for causal in (False, True):
+        positions = build("ssmax", causal)
+        torch.nn.init.normal_(positions.s)
+        attention = RelPosSelfAttention(EMBED_DIM, HEADS, positions=positions, causal=causal).eval()
+        lengths, total = [9, 5, 2], 9
+        padding_mask = (right_padding_mask if causal else left_padding_mask)(lengths, total)
+        x = torch.randn(total, len(lengths), EMBED_DIM)
+        with torch.no_grad():
+            _, weights = attention(x, padding_mask, need_weights=True)
+            q = attention._split_heads(attention.q_proj(x)) * attention.scaling
+            k = attention._split_heads(attention.k_proj(x))
+            logits = q @ k.transpose(-1, -2)
+        for b in range(len(lengths)):
+            real = (~padding_mask[b]).nonzero().squeeze(1)
+            for i in real.tolist():
+                keys = real[real <= i] if causal else real
+                for h in range(HEADS):
+                    s = positions.s[h, 0, 0].detach()
+                    theirs = torch.softmax(logits[b, h, i, keys] * (s * math.log(keys.numel())), dim=-1)
+                    torch.testing.assert_close(weights[b, h, i, keys], theirs, atol=1e-6, rtol=1e-5)

@@ -202,6 +202,11 @@ ARCHITECTURES = {
     "transformer_huang3": "huang3",
     "transformer_huang4": "huang4",
     "transformer_shape": "abs:shift=100",  # Kiyono et al. 2021
+    "transformer_kerple_log": "kerple_log",  # Chi et al. 2022
+    "transformer_kerple_power": "kerple_power",
+    "transformer_sandwich": "sandwich",  # Chi et al. 2023
+    "transformer_fire": "fire",  # Li et al. 2024
+    "transformer_ssmax": "rope+ssmax",  # Nakanishi 2025, over RoPE as in the paper's models
 }
 
 

@@ -16,9 +16,10 @@ class RelPosSelfAttention(nn.Module):
     chain of several); the module itself knows no scheme.
 
     Takes and returns fairseq's time-first ``T x B x C`` layout.  When the scheme only
-    rotates or biases the logits (or there is none) and no weights are asked for, attention
-    runs in ``F.scaled_dot_product_attention`` with the bias as a float mask; a logit
-    transform or a value term needs the explicit softmax.  Incremental decoding caches
+    rotates, biases or scales the logits (or there is none) and no weights are asked for,
+    attention runs in ``F.scaled_dot_product_attention`` with the bias as a float mask (a
+    scale multiplies the queries and the bias); a logit transform or a value term needs the
+    explicit softmax.  Incremental decoding caches
     projected (and rotated) keys and values; queries of a step then sit at
     ``k_len - q_len …``, which is how several tokens per step keep their distances right.
     ``memo`` is the stack's :class:`PassMemo`, through which layers share position terms.
@@ -79,11 +80,10 @@ class RelPosSelfAttention(nn.Module):
 
         span = AttentionSpan(q_start, q_len, k_len, self.causal, key_padding_mask, q.device, self.memo)
         bias = positions.logit_bias(q, k, span) if positions is not None else None
-        mask = self._additive_mask(span, q.dtype)
-        if bias is not None and mask is not None:
-            bias = bias + mask  # B x H x Tq x Tk
-        elif bias is None:
-            bias = mask  # B|1 x 1 x Tq x Tk, or None
+        scale = positions.logit_scale(span) if positions is not None else None  # B|1 x H|1 x Tq x 1
+        if scale is not None:
+            scale = scale.to(q.dtype)
+        mask = self._additive_mask(span, q.dtype)  # B|1 x 1 x Tq x Tk, or None
         dropout = self.dropout if self.training else 0.0
 
         weights = None
@@ -93,15 +93,18 @@ class RelPosSelfAttention(nn.Module):
             logits = torch.matmul(q, k.transpose(-1, -2))  # B x H x Tq x Tk
             if transforms_logits:
                 logits = positions.transform_logits(logits, q, k, span)
-            if bias is not None:
-                logits = logits + bias
+            # the mask comes after the scale: a factor of 0 (a single key, log 1) must not turn -inf into nan
+            logits = _plus(_scaled(_plus(logits, bias), scale), mask)
             weights = torch.softmax(logits.float(), dim=-1).type_as(logits)
             probs = F.dropout(weights, p=dropout, training=self.training)
             out = torch.matmul(probs, v)  # B x H x Tq x dh
             if has_value_term:
                 out = out + positions.value_term(probs, span)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, scale=1.0)
+            # the kernel scales q·k by one number: a factor per query row goes into q
+            attn_mask = _plus(_scaled(bias, scale), mask)
+            out = F.scaled_dot_product_attention(_scaled(q, scale), k, v, attn_mask=attn_mask, dropout_p=dropout,
+                                                 scale=1.0)
         out = out.permute(2, 0, 1, 3).reshape(q_len, bsz, self.embed_dim)  # Tq x B x C
         return self.out_proj(out), weights
 
@@ -150,3 +153,12 @@ class RelPosSelfAttention(nn.Module):
             reordered = {name: value.index_select(0, new_order) for name, value in cache.items()}
             self.set_incremental_state(incremental_state, "attn_state", reordered)
         return incremental_state
+
+
+def _plus(x: Optional[Tensor], y: Optional[Tensor]) -> Optional[Tensor]:
+    return x if y is None else y if x is None else x + y
+
+
+def _scaled(x: Optional[Tensor], scale: Optional[Tensor]) -> Optional[Tensor]:
+    return x if x is None or scale is None else x * scale
+

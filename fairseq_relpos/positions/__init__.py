@@ -15,6 +15,8 @@ each with optional settings: ``abs+shaw:k=8``, ``rope+alibi``, ``t5:buckets=32,m
 """
 import dataclasses
 import importlib
+import math
+import operator
 import pkgutil
 import typing
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -55,7 +57,7 @@ def settings_help(name: str) -> str:
 
 class SchemeChain(AttentionScheme):
     """Several attention schemes in one layer: rotations and logit transforms apply in the
-    spec's order, biases and value terms add up."""
+    spec's order, biases and value terms add up, logit scales multiply."""
 
     name = "+"
 
@@ -82,6 +84,9 @@ class SchemeChain(AttentionScheme):
     def logit_bias(self, q, k, span):
         return _sum(scheme.logit_bias(q, k, span) for scheme in self.schemes.values())
 
+    def logit_scale(self, span):
+        return _product(scheme.logit_scale(span) for scheme in self.schemes.values())
+
     def value_term(self, probs, span):
         return _sum(scheme.value_term(probs, span) for scheme in self.schemes.values())
 
@@ -90,10 +95,18 @@ class SchemeChain(AttentionScheme):
 
 
 def _sum(terms):
+    return _combine(terms, operator.add)
+
+
+def _product(factors):
+    return _combine(factors, operator.mul)
+
+
+def _combine(terms, combine):
     total = None
     for term in terms:
         if term is not None:
-            total = term if total is None else total + term
+            total = term if total is None else combine(total, term)
     return total
 
 
@@ -171,11 +184,16 @@ def _expected() -> str:
 def _parse_settings(scheme, assignments: str, option: str, legacy_defaults: Dict[str, Any]):
     fields = {field.name: field for field in dataclasses.fields(scheme.Settings)}
     values = {key: value for key, value in legacy_defaults.items() if key in fields}
+    given = {}
     for assignment in filter(None, (a.strip() for a in assignments.split(","))):
         key, equals, raw = (s.strip() for s in assignment.partition("="))
         if key not in fields or not equals:
             raise ValueError(f"{option}: {scheme.name} has no setting {assignment!r}; it takes "
                              f"{settings_help(scheme.name)} (defaults shown), as {scheme.name}:key=value")
+        if key in given:
+            raise ValueError(f"{option}: {scheme.name} sets {key} twice ({given[key]!r} and {assignment!r}); "
+                             "give each setting once")
+        given[key] = assignment
         values[key] = _convert(scheme.name, fields[key], raw, option)
     try:
         return scheme.Settings(**values)
@@ -203,8 +221,11 @@ def _convert(name: str, field, raw: str, option: str):
             value = raw.lower() == "true"
         else:
             value = kind(raw)
+        if kind is float and not math.isfinite(value):
+            raise ValueError
     except ValueError:
-        expected = "true or false" if kind is bool else f"a {kind.__name__}" + (" or none" if optional else "")
+        expected = {bool: "true or false", int: "an integer", float: "a finite number"}.get(kind, f"a {kind.__name__}")
+        expected += " or none" if optional else ""
         raise ValueError(f"{option}: {name}:{field.name}={raw!r} is not {expected}") from None
     if choices and value not in choices:
         raise ValueError(f"{option}: {name}:{field.name}={raw!r}; expected one of {', '.join(choices)}")

@@ -10,6 +10,10 @@ from . import register_scheme
 from .base import InputScheme, check_table, sinusoids, token_positions
 
 
+#: leaves 2^23 positions above the largest offset before float32 stops telling them apart
+MAX_SHIFT = 2 ** 23
+
+
 @register_scheme("abs")
 class SinusoidalPositions(InputScheme):
     """Vaswani et al.'s fixed sinusoids; defined for every position.
@@ -24,8 +28,9 @@ class SinusoidalPositions(InputScheme):
         shift: int = 0
 
         def __post_init__(self):
-            if self.shift < 0:
-                raise ValueError(f"shift must be >= 0, got {self.shift}")
+            if not 0 <= self.shift <= MAX_SHIFT:
+                raise ValueError(f"shift must be between 0 and {MAX_SHIFT}, got {self.shift} (the sinusoids take "
+                                 "float32 positions, exact only up to 2^24)")
 
     def forward(self, x, padding_mask, start=0, incremental_state=None):
         positions = token_positions(padding_mask, start)  # B x T

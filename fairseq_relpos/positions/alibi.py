@@ -6,6 +6,7 @@ import torch
 
 from . import register_scheme
 from .base import AttentionScheme
+from .pairwise import absolute_distances
 
 
 def alibi_slopes(num_heads: int):
@@ -33,10 +34,7 @@ class ALiBi(AttentionScheme):
         self.register_buffer("slopes", slopes.view(-1, 1, 1), persistent=False)  # H x 1 x 1
 
     def logit_bias(self, q, k, span):
-        lowest = -(span.q_start + span.q_len - 1)
-
         def build():
-            distance = (span.distances(lowest, span.k_len) + lowest).abs()  # Tq x Tk, |j - i|
-            return (-self.slopes * distance).unsqueeze(0)  # 1 x H x Tq x Tk
+            return (-self.slopes * absolute_distances(span)).unsqueeze(0)  # 1 x H x Tq x Tk
 
         return span.once(self.name, build).to(q.dtype)

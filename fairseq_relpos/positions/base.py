@@ -13,8 +13,10 @@ equation and which points it uses):
   2. :meth:`~AttentionScheme.transform_logits`: rewrite the content logits ``q·k``
      (multiplicative schemes: ``huang1`` … ``huang3``);
   3. :meth:`~AttentionScheme.logit_bias`: add to the logits knowing q, k and positions
-     (``shaw``, ``t5``, ``alibi``, ``xl``…);
-  4. :meth:`~AttentionScheme.value_term`: add to the output through the attention
+     (``shaw``, ``t5``, ``alibi``, ``xl``, ``kerple_log``…);
+  4. :meth:`~AttentionScheme.logit_scale`: multiply the whole input of the softmax, content
+     and biases, by a factor per query and head, before masking (``ssmax``);
+  5. :meth:`~AttentionScheme.value_term`: add to the output through the attention
      probabilities (``shaw``'s ``a^V``).
 
 A scheme declares its settings as a dataclass (``Settings``) with defaults; a spec sets them
@@ -194,6 +196,9 @@ class AttentionScheme(PositionScheme):
     ) -> Optional[Tensor]:  # broadcastable to B x H x Tq x Tk
         return None
 
+    def logit_scale(self, span: AttentionSpan) -> Optional[Tensor]:  # broadcastable to B x H x Tq x 1
+        return None
+
     def value_term(
         self, probs: Tensor, span: AttentionSpan  # B x H x Tq x Tk, after dropout
     ) -> Optional[Tensor]:  # B x H x Tq x dh, added to probs @ V
@@ -212,6 +217,38 @@ def check_table(scheme: PositionScheme, needed: int, rows: int, what: str, unit:
             f"{scheme.name} ({scheme.context.side}): {what} exceeds its table of {rows} {unit} "
             f"(--max-source-positions / --max-target-positions at training time); {hint}"
         )
+
+
+def check_reach(scheme: PositionScheme, reach: int, setting: str) -> None:
+    """Refuses a table that holds distances no input of the trained length has: its rows
+    would never be trained, and a reach of 10^11 would allocate terabytes."""
+    longest = scheme.context.max_positions - 1
+    if reach > longest:
+        option = "--max-target-positions" if scheme.context.causal else "--max-source-positions"
+        raise ValueError(
+            f"{scheme.name} ({scheme.context.side}): {setting}={reach} exceeds {longest}, the longest distance "
+            f"in a sequence of {option} {scheme.context.max_positions} tokens; rows beyond it would never be "
+            f"trained. Use {setting} <= {longest}, or raise {option}"
+        )
+
+
+def reached_rows(span: "AttentionSpan", lowest: int, highest: int) -> Tuple[slice, Tensor]:
+    """For a table whose rows hold the distances ``lowest … highest`` (clipped beyond): the
+    rows this call reaches, and every (query, key) pair's row among them (``Tq x Tk``), so
+    that products with the table cost what the input needs, not what the table holds."""
+    longest = span.longest_distance()
+    first, last = max(lowest, -longest), min(highest, longest)
+    return slice(first - lowest, last - lowest + 1), span.distances(first, last)
+
+
+def xavier_per_head(table: Tensor) -> Tensor:
+    """Xavier-uniform initialisation of a ``R x dh`` table, or of each head's ``R x dh`` slice
+    of a ``H|1 x R x dh`` stack, so that a head's table starts as a shared one does (on the
+    stack itself, fan-in ``R·dh`` and fan-out ``H·dh`` would make it 5x smaller at R = 33,
+    d_h = 64, H = 8)."""
+    for head_table in table.data.view(-1, *table.shape[-2:]):
+        nn.init.xavier_uniform_(head_table)
+    return table
 
 
 def token_positions(padding_mask: Tensor, start: int) -> Tensor:
@@ -269,6 +306,7 @@ class DistanceTableScheme(AttentionScheme):
     def __init__(self, settings, context):
         super().__init__(settings, context)
         reach = context.max_positions - 1 if settings.clip is None else settings.clip
+        check_reach(self, reach, "clip")
         self.reach = reach
         self.lowest = 0 if self.unsigned else -reach
         self.highest = 0 if context.causal and not self.unsigned else reach
@@ -290,9 +328,7 @@ class DistanceTableScheme(AttentionScheme):
             reach = min(self.reach, longest)
             index = span.once(("unsigned", reach), lambda: (span.distances(-reach, reach) - reach).abs())
             return slice(0, reach + 1), index
-        lowest = max(self.lowest, -(span.q_start + span.q_len - 1))
-        highest = min(self.highest, span.k_len - 1 - span.q_start)
-        return slice(lowest - self.lowest, highest - self.lowest + 1), span.distances(lowest, highest)
+        return reached_rows(span, self.lowest, self.highest)
 
 
 def check_clip(clip: Optional[int]) -> None:

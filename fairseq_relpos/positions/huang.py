@@ -11,10 +11,10 @@ from typing import Optional
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from . import register_scheme, sharing
-from .base import DistanceTableScheme, check_clip
+from .base import DistanceTableScheme, check_clip, xavier_per_head
+from .pairwise import in_query_chunks
 
 
 @dataclass(frozen=True)
@@ -74,22 +74,14 @@ class HuangMethod3(DistanceTableScheme):
     def transform_logits(self, logits, q, k, span):
         needed, index = self.window(span)  # Tq x Tk rows of the needed part of the table
         bsz, heads, q_len, head_dim = q.shape
-        per_query = bsz * heads * span.k_len * head_dim
-        chunk = max(1, self.pairwise_chunk_elements // per_query)
-        table = self.table[:, needed].to(q.dtype)
-        pieces = []
-        for first in range(0, q_len, chunk):
-            gates = table[:, index[first:first + chunk]]  # H|1 x c x Tk x dh
-            query = q[:, :, first:first + chunk]
-            if torch.is_grad_enabled():
-                pieces.append(checkpoint(_gated_logits, query, k, gates, use_reentrant=False))
-            else:
-                pieces.append(_gated_logits(query, k, gates))
-        return torch.cat(pieces, dim=2)  # B x H x Tq x Tk
+        table = self.table[:, needed].to(q.dtype)  # H|1 x R x dh
 
+        def gated_logits(first, last):  # B x H x c x Tk
+            gates = table[:, index[first:last]]  # H|1 x c x Tk x dh
+            return (q[:, :, first:last].unsqueeze(3) * gates * k.unsqueeze(2)).sum(-1)
 
-def _gated_logits(q, k, gates):  # B x H x c x dh, B x H x Tk x dh, H|1 x c x Tk x dh
-    return (q.unsqueeze(3) * gates * k.unsqueeze(2)).sum(-1)  # B x H x c x Tk
+        return in_query_chunks(gated_logits, q_len, bsz * heads * span.k_len * head_dim,
+                               self.pairwise_chunk_elements, dim=2)  # B x H x Tq x Tk
 
 
 @register_scheme("huang4")
@@ -101,8 +93,8 @@ class HuangMethod4(DistanceTableScheme):
 
     def __init__(self, settings, context):
         super().__init__(settings, context)
-        self.table = nn.Parameter(torch.empty(self.num_tables, self.num_distances, context.head_dim))  # H|1 x R x dh
-        nn.init.xavier_uniform_(self.table)
+        self.table = xavier_per_head(nn.Parameter(torch.empty(self.num_tables, self.num_distances,
+                                                             context.head_dim)))  # H|1 x R x dh
 
     def logit_bias(self, q, k, span):
         needed, rows = self.window(span)  # Tq x Tk rows of the needed part of the table

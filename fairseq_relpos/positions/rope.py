@@ -1,6 +1,7 @@
 """Rotary position embedding (Su et al. 2021): queries and keys are rotated by angles
 proportional to their absolute positions, so ``q·k`` depends only on ``j - i``.
 ``docs/positions.md`` has the equation."""
+import math
 from dataclasses import dataclass
 
 import torch
@@ -20,8 +21,8 @@ class RotaryPositions(AttentionScheme):
         base: float = 10000.0
 
         def __post_init__(self):
-            if self.base <= 1:
-                raise ValueError(f"base must be > 1, got {self.base}")
+            if not (math.isfinite(self.base) and self.base > 1):  # nan fails every comparison
+                raise ValueError(f"base must be a finite number > 1, got {self.base}")
 
     def __init__(self, settings, context):
         super().__init__(settings, context)

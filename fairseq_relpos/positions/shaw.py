@@ -4,8 +4,10 @@
 ``a^X_ij = w^X[clip(j - i, k)]``; tables shared across heads (``heads=separate`` gives each
 head its own), separate per layer.
 
-Neither term materialises a ``B x H x n x n x d_h`` tensor (Shaw §3.3):
-keys: ``q·w^Kᵀ`` gives ``B x H x Tq x R`` (R distance rows), gathered by distance;
+Neither term materialises a ``B x H x n x n x d_h`` tensor (Shaw §3.3), and neither costs
+more than the input needs: of the ``2k + 1`` rows only the ``R`` distances the input has are
+used (``k`` may be as large as ``--max-*-positions`` - 1):
+keys: ``q·w^Kᵀ`` gives ``B x H x Tq x R``, gathered by distance;
 values: ``α`` is summed into its R distance rows, then multiplied by ``w^V``.
 """
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ import torch
 from torch import nn
 
 from . import register_scheme, sharing
-from .base import AttentionScheme, sinusoids
+from .base import AttentionScheme, check_reach, reached_rows, sinusoids, xavier_per_head
 
 
 def per_head(table):
@@ -42,6 +44,7 @@ class ShawPositions(AttentionScheme):
 
     def __init__(self, settings, context):
         super().__init__(settings, context)
+        check_reach(self, settings.k, "k")
         # causal attention never sees positive distances: its table stops at 0
         self.highest = 0 if context.causal else settings.k
         self.num_distances = self.highest + settings.k + 1
@@ -55,32 +58,33 @@ class ShawPositions(AttentionScheme):
         shape = (self.num_distances, self.context.head_dim)
         if self.settings.heads == "separate":
             shape = (self.context.num_heads,) + shape
-        table = nn.Parameter(torch.empty(shape))
-        nn.init.xavier_uniform_(table)
-        return table
+        return xavier_per_head(nn.Parameter(torch.empty(shape)))
 
     @property
     def has_value_term(self):
         return self.value_table is not None
 
-    def _index(self, span):
-        return span.distances(-self.settings.k, self.highest)  # Tq x Tk
+    def _reached(self, table, span):
+        """The rows of ``table`` this call reaches (``H|1 x R x dh``) and each (query, key)
+        pair's row among them (``Tq x Tk``)."""
+        rows, index = reached_rows(span, -self.settings.k, self.highest)
+        return per_head(table)[:, rows], index
 
     def logit_bias(self, q, k, span):
         if self.key_table is None:
             return None
-        table = per_head(self.key_table).to(q.dtype)  # H|1 x R x dh
-        per_distance = torch.matmul(q, table.transpose(-1, -2))  # B x H x Tq x R
-        index = self._index(span).expand(q.size(0), q.size(1), -1, -1)
-        return per_distance.gather(-1, index)  # B x H x Tq x Tk
+        table, index = self._reached(self.key_table, span)
+        per_distance = torch.matmul(q, table.to(q.dtype).transpose(-1, -2))  # B x H x Tq x R
+        return per_distance.gather(-1, index.expand(q.size(0), q.size(1), -1, -1))  # B x H x Tq x Tk
 
     def value_term(self, probs, span):
         if self.value_table is None:
             return None
+        table, index = self._reached(self.value_table, span)
         bsz, heads, q_len, _ = probs.shape
-        per_distance = probs.new_zeros(bsz, heads, q_len, self.num_distances)
-        per_distance.scatter_add_(-1, self._index(span).expand_as(probs), probs)  # B x H x Tq x R
-        return torch.matmul(per_distance, per_head(self.value_table).to(probs.dtype))  # B x H x Tq x dh
+        per_distance = probs.new_zeros(bsz, heads, q_len, table.size(1))
+        per_distance.scatter_add_(-1, index.expand_as(probs), probs)  # B x H x Tq x R
+        return torch.matmul(per_distance, table.to(probs.dtype))  # B x H x Tq x dh
 
 
 @register_scheme("shaw")

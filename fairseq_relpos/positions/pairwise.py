@@ -1,0 +1,39 @@
+"""What schemes with a term per (query, key) pair share: the distances of a call, built once
+per pass, and evaluation in chunks of queries for a term that cannot avoid an intermediate
+wider than the logits (``huang3``'s gates, ``fire``'s MLP)."""
+from typing import Callable
+
+import torch
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+from .base import AttentionSpan
+
+
+def signed_distances(span: AttentionSpan) -> Tensor:
+    """``j - i`` of every (query, key) of the call (``Tq x Tk``, long), unclipped for every
+    pair a query may attend to."""
+    longest = span.longest_distance()
+    return span.once("signed distances", lambda: span.distances(-longest, longest) - longest)
+
+
+def absolute_distances(span: AttentionSpan) -> Tensor:
+    """``|j - i|`` of every (query, key) of the call (``Tq x Tk``, long)."""
+    return span.once("absolute distances", lambda: signed_distances(span).abs())
+
+
+def in_query_chunks(piece: Callable[[int, int], Tensor], q_len: int, per_query: int, budget: int,
+                    dim: int) -> Tensor:
+    """``piece(first, last)``, the term of queries ``first … last - 1``, over chunks of queries
+    whose intermediates (``per_query`` elements a query) stay within ``budget`` elements,
+    concatenated along ``dim``.  While gradients are recorded, each chunk is recomputed in
+    the backward pass instead of kept, so memory stays within the budget in training too."""
+    chunk = max(1, budget // max(1, per_query))
+    pieces = []
+    for first in range(0, q_len, chunk):
+        last = min(q_len, first + chunk)
+        if torch.is_grad_enabled():
+            pieces.append(checkpoint(piece, first, last, use_reentrant=False))
+        else:
+            pieces.append(piece(first, last))
+    return torch.cat(pieces, dim=dim)
