@@ -61,6 +61,9 @@ class Preparation:
     bpe_vocab_threshold: int = 50
     threads: int = 1
     on_change: str = "refuse"  # the demo passes "redo": its data follows its options
+    # whether lenN's dev set holds only the pairs within N too (the dev loss the leaderboard
+    # selects learning rates and stops on measures what training can learn, not extrapolation)
+    dev_within_limit: bool = False
     legacy_config: str = ""  # what an older version recorded in WORK/config.env
 
     @property
@@ -160,16 +163,28 @@ def preparation_steps(p: Preparation) -> List[Step]:
             "--label", f"length filter (source or target > {n} subword tokens)",
             "--report", Out(p.path(f"len{n}", "filter.txt"), also=(p.path(f"len{n}", "filter.json"),))],
             train, title=f"length filter at {n}", legacy_stamp=f"filter.len{n}"))
+        valid = p.path("seg", "valid")
+        if p.dev_within_limit:
+            valid = p.path(f"len{n}", "valid")
+            dev = [p.path("seg", f"valid.{lang}") for lang in p.langs]
+            steps.append(p.step(f"filter.valid.len{n}", [
+                PY, LIB / "filter_pairs.py", "--src", dev[0], "--tgt", dev[1],
+                "--out-src", Out(p.path(f"len{n}", f"valid.{p.src}")),
+                "--out-tgt", Out(p.path(f"len{n}", f"valid.{p.tgt}")), "--max-len", n,
+                "--label", f"dev pairs within the limit (source and target <= {n} subword tokens)",
+                "--report", Out(p.path(f"len{n}", "valid-filter.txt"), also=(p.path(f"len{n}", "valid-filter.json"),))],
+                dev, title=f"dev pairs within {n}"))
         steps.append(p.step(f"bin.len{n}", [
             PY, LIB / "binarize.py", "--source-lang", p.src, "--target-lang", p.tgt,
             "--srcdict", p.path("dict", f"dict.{p.src}.txt"), "--tgtdict", p.path("dict", f"dict.{p.tgt}.txt"),
-            "--trainpref", p.path(f"len{n}", "train"), "--validpref", p.path("seg", "valid"),
+            "--trainpref", p.path(f"len{n}", "train"), "--validpref", valid,
             "--testpref", p.path("seg", "test"), "--shards", p.shards,
             "--destdir", Out(p.path("data-bin", f"len{n}")), "--workers", p.threads],
             [p.path("dict"), *[p.path(f"len{n}", f"train.{lang}") for lang in p.langs],
-             *[p.path("seg", f"{split}.{lang}") for split in ("valid", "test") for lang in p.langs]],
+             *[Path(f"{valid}.{lang}") for lang in p.langs],
+             *[p.path("seg", f"test.{lang}") for lang in p.langs]],
             cpus=p.threads, log=p.path("data-bin", f"len{n}.log"), title=f"binarize len{n}",
-            legacy_stamp=f"bin.len{n}"))
+            legacy_stamp="" if p.dev_within_limit else f"bin.len{n}"))
     return steps
 
 

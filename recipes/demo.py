@@ -9,6 +9,8 @@ replaces only its own files.
 """
 import argparse
 import dataclasses
+import json
+import math
 import subprocess
 import time
 from pathlib import Path
@@ -19,8 +21,9 @@ from .cli import (DEFAULT_THREADS, Parser, absolute, command_line, folder, log, 
                   positive_int)
 from .launch import Job, Launch, add_launcher_options, failures_of
 from .data import PY, preparation_steps, testsets_graph
-from .engine import MANIFEST_DIR, Console, FolderLock, LocalExecutor, Outcome, OutDir, Step, StepError, describe, \
-    merged, plan
+from .console import Console, ProgressConsole
+from .engine import MANIFEST_DIR, FolderLock, LocalExecutor, Out, Outcome, OutDir, Step, StepError, describe, merged, \
+    plan
 from .prepare import prepared_view, toy_parser, toy_preparation
 from .training import Training, Translation, visible_gpus
 
@@ -132,9 +135,10 @@ def check_gpus(gpus: int) -> None:
 
 
 def refuse_unless_ours(folder: Path, old_marker: str) -> None:
-    """A folder in the way that the demo did not make stops the run before any work."""
-    if folder.is_dir() and any(folder.iterdir()) and not (folder / MANIFEST_DIR).is_dir() \
-            and not (folder / old_marker).exists():
+    """A folder in the way that the demo did not make (no step manifests in it or in its
+    subfolders) stops the run before any work."""
+    ours = any(True for pattern in (MANIFEST_DIR, f"*/{MANIFEST_DIR}", f"*/*/{MANIFEST_DIR}") for _ in folder.glob(pattern))
+    if folder.is_dir() and any(folder.iterdir()) and not ours and not (folder / old_marker).exists():
         raise StepError(f"{folder} exists and was not made by demo.sh or leaderboard.sh (no step manifests in it); "
                         "choose another --out-dir or move it away")
 
@@ -143,35 +147,50 @@ def refuse_unless_ours(folder: Path, old_marker: str) -> None:
 # the steps
 # ----------------------------------------------------------------------------------------
 def data_steps(run: DemoRun) -> List[Step]:
-    args = toy_parser().parse_args([*run.data_args(), "--threads", str(run.threads)])
+    args = toy_parser().parse_args([*run.data_args(), "--threads", str(run.threads), "--dev-within-limit"])
     p = toy_preparation(args, run.data, on_change="redo")
     prep = prepared_view(p)
     return merged(preparation_steps(p),
                   testsets_graph(prep, TEST_SETS, lambda name: p.fetcher.testset(p, name), run.threads))
 
 
-def system_steps(run: DemoRun, arch: str, train_seed: int, folder: Path) -> List[Step]:
-    """ARCH trained into FOLDER (2+2 layers of width 64, --updates updates of 2,000 tokens,
-    Adam with lr 3e-3 on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU), then
-    both test sets translated (beam 5).  A GPU model is never taken for a CPU one."""
-    training = Training(data=run.data / "data-bin" / f"len{run.limit}", arch=arch, save=folder,
-                        batch_tokens=2000, lr="3e-3", scheduler="inverse_sqrt", patience="-1", max_epochs=1000,
-                        seed=str(train_seed), n_shards=1,
-                        extra=[*DEMO_MODEL, "--warmup-updates", "100", "--max-update", str(run.updates),
-                               "--log-interval", "100", "--num-workers", "0"])
+def demo_training(run: DemoRun, arch: str, train_seed: int, folder: Path, lr: str = "3e-3",
+                  stopping: Sequence[str] = (), patience: int = -1) -> Training:
+    """ARCH trained into FOLDER: 2+2 layers of width 64, batches of 2,000 tokens, Adam with
+    ``lr`` on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU; ``stopping``
+    (fairseq-train options) and ``patience`` (dev evaluations without improvement) end it, by
+    default after --updates updates."""
+    return Training(data=run.data / "data-bin" / f"len{run.limit}", arch=arch, save=folder, batch_tokens=2000,
+                    lr=lr, scheduler="inverse_sqrt", patience=str(patience), max_epochs=1000, seed=str(train_seed), n_shards=1,
+                    extra=[*DEMO_MODEL, "--warmup-updates", "100",
+                           *(stopping or ("--max-update", str(run.updates))), "--log-interval", "100",
+                           "--num-workers", "0"])
+
+
+def train_step(run: DemoRun, training: Training) -> Step:
+    """A GPU model is never taken for a CPU one."""
     on_gpu = ["--device", "gpu"] if run.gpus else []
-    train = training.step(1 if run.gpus else 0, root=run.out, label=folder.name, on_change="redo",
-                          identity_extra=on_gpu)
-    old_settings = " ".join([*run.data_args(), "--updates", str(run.updates)] +
-                            (["--train-seed", str(train_seed)] if train_seed != run.seed else []) + on_gpu)
-    recognised = train.legacy_done
-    train.legacy_done = lambda: recognised() and legacy.demo_settings(folder, old_settings)
-    steps = [train]
+    return training.step(1 if run.gpus else 0, root=run.out, label=training.save.name, on_change="redo",
+                         identity_extra=on_gpu)
+
+
+def translate_steps(run: DemoRun, folder: Path) -> List[Step]:
+    """Both test sets translated with FOLDER's best checkpoint (beam 5)."""
+    steps = []
     for test_set in TEST_SETS:
         translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
                                   out=folder / test_set, cpu=not run.gpus)
         steps.append(translation.step(("src", "tgt"), root=run.out, label=folder.name, gpus=1 if run.gpus else 0))
     return steps
+
+
+def system_steps(run: DemoRun, arch: str, folder: Path) -> List[Step]:
+    """The demo's system: --updates updates at lr 3e-3, then both test sets translated."""
+    train = train_step(run, demo_training(run, arch, run.seed, folder))
+    old_settings = " ".join([*run.data_args(), "--updates", str(run.updates)] + (["--device", "gpu"] if run.gpus else []))
+    recognised = train.legacy_done
+    train.legacy_done = lambda: recognised() and legacy.demo_settings(folder, old_settings)
+    return [train, *translate_steps(run, folder)]
 
 
 def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
@@ -235,9 +254,9 @@ def demo_main(argv: Sequence[str]) -> int:
     for test_set in TEST_SETS:
         refuse_unless_ours(run.out / "report" / test_set, "demo.command")
     systems = {arch: run.out / arch for arch in run.archs}
-    with Phases(run, command_line("demo.sh", argv)) as phase:
+    with Phases(run, command_line("demo.sh", argv), ProgressConsole()) as phase:
         phase("preparing the data and the test sets", data_steps(run))
-        phase("training and translating", [s for arch in run.archs for s in system_steps(run, arch, run.seed, systems[arch])])
+        phase("training and translating", [s for arch in run.archs for s in system_steps(run, arch, systems[arch])])
         phase("the reports", [report_step(run, test_set, systems) for test_set in TEST_SETS])
         phase.done()
     if not run.dry_run:
@@ -249,11 +268,170 @@ def demo_main(argv: Sequence[str]) -> int:
 
 
 # ----------------------------------------------------------------------------------------
-# the leaderboard
+# the leaderboard: each scheme's learning rate chosen on dev loss, then several seeds
 # ----------------------------------------------------------------------------------------
+LR_GRID = "1e-3,3e-3,1e-2"  # log-spaced around the demo's 3e-3, a factor of about 3 apart
+
+
+@dataclasses.dataclass
+class Protocol:
+    """How the leaderboard trains each scheme (Ruoss et al. 2023 and Kazemnejad et al. 2023
+    select each scheme's learning rate on in-distribution validation data): every rate of the
+    grid trained with the first seed until the dev loss (dev pairs within the training limit)
+    has not improved for ``patience`` evaluations, one every ``validate_every`` updates, or
+    ``cap`` updates; the rate with the lowest dev loss wins; the other seeds train at it."""
+
+    grid: List[str]
+    seeds: List[int]
+    validate_every: int
+    patience: int
+    cap: int
+
+    def stopping(self) -> List[str]:
+        every = str(self.validate_every)
+        return ["--max-update", str(self.cap), "--validate-interval-updates", every, "--save-interval-updates", every,
+                "--keep-interval-updates", "1", "--validate-interval", "1000000", "--save-interval", "1000000"]
+
+
+def _learning_rates(text: str) -> List[str]:
+    rates = [r.strip() for r in text.split(",")]
+    try:
+        if not rates or any(float(r) <= 0 or not math.isfinite(float(r)) for r in rates):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected positive learning rates separated by commas, got '{text}'") from None
+    if len(set(rates)) != len(rates):
+        raise argparse.ArgumentTypeError(f"names a learning rate twice: '{text}'")
+    return rates
+
+
+class Leaderboard:
+    """The leaderboard's steps, folders and jobs for one command line."""
+
+    def __init__(self, run: DemoRun, protocol: Protocol):
+        self.run = run
+        self.protocol = protocol
+
+    def folder(self, arch: str, lr: str, seed: int) -> Path:
+        name = f"{arch}-lr{lr}" + ("" if seed == self.protocol.seeds[0] else f"-seed{seed}")
+        return self.run.out / "leaderboard" / "models" / name
+
+    def choice_file(self, arch: str) -> Path:
+        return self.run.out / "leaderboard" / "choice" / f"{arch}.json"
+
+    def chosen(self, arch: str) -> str:
+        """The rate the choice step chose (before it ran: the grid's first, a placeholder that
+        a job rebuilding the graph after the choice replaces)."""
+        try:
+            chosen = json.loads(self.choice_file(arch).read_text(encoding="utf-8"))["chosen"]
+        except (FileNotFoundError, ValueError, KeyError):
+            chosen = None
+        return chosen or self.protocol.grid[0]
+
+    def grid_steps(self, arch: str) -> List[Step]:
+        p = self.protocol
+        return [train_step(self.run, self.training(arch, lr, p.seeds[0])) for lr in p.grid]
+
+    def training(self, arch: str, lr: str, seed: int) -> Training:
+        p = self.protocol
+        return demo_training(self.run, arch, seed, self.folder(arch, lr, seed), lr, p.stopping(), p.patience)
+
+    def choice_step(self, arch: str) -> Step:
+        folders = [self.folder(arch, lr, self.protocol.seeds[0]) for lr in self.protocol.grid]
+        out = self.choice_file(arch)
+        return Step(f"choose-{arch}", [PY, "-m", "recipes.tools", "choose-lr", "--out", Out(out),
+                                       *[f"{lr}={folder}" for lr, folder in zip(self.protocol.grid, folders)]],
+                    home=out.parent, root=self.run.out, inputs=[f / "train.log" for f in folders],
+                    after_failures=True, echo=False, title=f"choose the learning rate of {arch}")
+
+    def seed_steps(self, arch: str) -> List[Step]:
+        """The chosen rate's first seed translated, the other seeds trained and translated."""
+        p, lr = self.protocol, self.chosen(arch)
+        first = self.folder(arch, lr, p.seeds[0])
+        steps = translate_steps(self.run, first)
+        for seed in p.seeds[1:]:
+            folder = self.folder(arch, lr, seed)
+            steps += [train_step(self.run, self.training(arch, lr, seed)), *translate_steps(self.run, folder)]
+        for step in steps:  # they follow the choice (a job rebuilding the graph reads it)
+            step.inputs = [*step.inputs, self.choice_file(arch)]
+        return steps
+
+    def unit_folders(self, arch: str) -> List[Path]:
+        lr = self.chosen(arch)
+        return [self.folder(arch, lr, seed) for seed in self.protocol.seeds]
+
+    def jobs(self, in_job: bool) -> List[Job]:
+        run = self.run
+        jobs = [Job("prepare", data_steps(run), kind="prepare")]
+        for arch in run.archs:
+            jobs += [Job(f"{arch}-lr{lr}", [step]) for lr, step in zip(self.protocol.grid, self.grid_steps(arch))]
+            jobs.append(Job(arch, [self.choice_step(arch), *self.seed_steps(arch)], after_any=True))
+        jobs.append(Job("boards", self.board_steps(read_failures=in_job), kind="report", after_any=True))
+        return jobs
+
+    def failures(self) -> Dict[str, str]:
+        """Each scheme whose trainings or translations did not all finish, and why."""
+        found = {}
+        for arch in self.run.archs:
+            choice = self._choice(arch)
+            if choice is not None and not choice.get("chosen"):
+                found[arch] = "no learning rate of the grid finished: " + "; ".join(
+                    f"{lr}: {point.get('failure')}" for lr, point in choice["grid"].items())
+                continue
+            failed = failures_of([Job(arch, self.unit_steps(arch))])
+            if failed:
+                found[arch] = failed[arch][:300]
+        return found
+
+    def unit_steps(self, arch: str) -> List[Step]:
+        """Every training and translation behind the scheme's board entry: each seed at the
+        chosen rate."""
+        lr, steps = self.chosen(arch), []
+        for seed in self.protocol.seeds:
+            steps += [train_step(self.run, self.training(arch, lr, seed)),
+                      *translate_steps(self.run, self.folder(arch, lr, seed))]
+        return steps
+
+    def _choice(self, arch: str) -> Optional[dict]:
+        try:
+            return json.loads(self.choice_file(arch).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def board_steps(self, read_failures: bool) -> List[Step]:
+        run = self.run
+        failures = self.failures() if read_failures else {}
+        for arch, why in failures.items():
+            log(f"{arch}: {why}; the other systems went on")
+        tuning = run.out / "leaderboard" / "tuning.json"
+        choices = [self.choice_file(arch) for arch in run.archs]
+        steps = [Step("tuning", [PY, "-m", "recipes.tools", "tuning", "--out", Out(tuning),
+                                 "--metric", "dev loss (dev pairs within the limit)",
+                                 *[f"{arch}={path}" for arch, path in zip(run.archs, choices)]],
+                      home=tuning.parent, root=run.out, inputs=choices, after_failures=True, echo=False,
+                      title="the learning-rate table")]
+        for test_set in TEST_SETS:
+            args, inputs = [], [tuning]
+            for arch in run.archs:
+                if arch in failures:
+                    args += ["--failed", f"{arch}={failures[arch]}"]
+                    continue
+                folders = self.unit_folders(arch)
+                hyps = [f / test_set / "hyp.txt" for f in folders]
+                logs = [f / "train.log" for f in folders]
+                args += ["--system", f"{arch}=" + ",".join(map(str, hyps)),
+                         "--train-log", f"{arch}=" + ",".join(map(str, logs))]
+                inputs += hyps + logs
+            steps.append(board_step(run, test_set, args, inputs, len(self.protocol.seeds), tuning))
+        return steps
+
+
 def leaderboard_main(argv: Sequence[str]) -> int:
     parser = demo_parser("leaderboard.sh", "")
-    parser.add_argument("--seeds", type=positive_int, default=2)
+    parser.add_argument("--seeds", type=positive_int, default=3)
+    parser.add_argument("--lr-grid", type=_learning_rates)
+    parser.add_argument("--validate-every", type=positive_int, default=200)
+    parser.add_argument("--patience", type=positive_int, default=5)
     add_launcher_options(parser)
     args = parser.parse_args(argv)
     archs = args.systems or all_archs()
@@ -266,45 +444,28 @@ def leaderboard_main(argv: Sequence[str]) -> int:
         run.gpus = visible_gpus()
     elif args.launcher == "slurm":
         run.gpus = args.slurm_gpus_per_job
-    seeds = [run.seed + k for k in range(args.seeds)]
-
-    def folder_of(arch: str, seed: int) -> Path:  # the first seed is the demo's own model
-        return run.out / arch if seed == run.seed else run.out / f"{arch}-seed{seed}"
-
+    grid = args.lr_grid or (["3e-3"] if args.quick else LR_GRID.split(","))
+    protocol = Protocol(grid=grid, seeds=[run.seed + k for k in range(args.seeds)], validate_every=args.validate_every,
+                        patience=args.patience, cap=args.updates)
+    board = Leaderboard(run, protocol)
     refuse_unless_ours(run.data, "demo.settings")
-    for arch in run.archs:
-        for seed in seeds:
-            refuse_unless_ours(folder_of(arch, seed), "demo.settings")
-    for test_set in TEST_SETS:
-        refuse_unless_ours(run.out / "leaderboard" / test_set, "demo.command")
-    units = [(arch, seed) for seed in seeds for arch in run.archs]  # seed 1 of every system first
-    unit_jobs = {unit: Job(f"{unit[0]}-seed{unit[1]}", system_steps(run, unit[0], unit[1], folder_of(*unit)))
-                 for unit in units}
-
-    def boards(read_failures: bool) -> Job:
-        """The boards, with each unit that did not finish (its manifests say why) on them."""
-        failures = {}
-        if read_failures:
-            failed = failures_of(unit_jobs.values())
-            failures = {unit: f"seed {unit[1]}: {failed[job.name][:300]}" for unit, job in unit_jobs.items()
-                        if job.name in failed}
-            for unit, why in failures.items():
-                log(f"{unit[0]}: {why}; the other systems went on")
-        return Job("boards", [board_step(run, test_set, units, folder_of, failures, len(seeds)) for test_set in TEST_SETS],
-                   kind="report", after_any=True)
-
+    refuse_unless_ours(run.out / "leaderboard", "demo.command")
     what = command_line("leaderboard.sh", argv)
     if args.launcher == "slurm" or args.run_job:
-        jobs = [Job("prepare", data_steps(run), kind="prepare"), *unit_jobs.values(), boards(bool(args.run_job))]
-        Launch("leaderboard", argv, args, roots=[run.out], threads=run.threads, gpus=run.gpus).run(jobs)
+        Launch("leaderboard", argv, args, roots=[run.out], threads=run.threads, gpus=run.gpus).run(
+            board.jobs(in_job=bool(args.run_job)))
         if not (args.wait and not args.run_job and not args.dry_run):
             return 0
     else:
-        with Phases(run, what) as phase:
+        with Phases(run, what, ProgressConsole()) as phase:
             phase("preparing the data and the test sets", data_steps(run))
-            phase(f"training and translating {len(run.archs)} systems x {len(seeds)} seeds",
-                  [s for job in unit_jobs.values() for s in job.steps], keep_going=True)
-            phase("the boards", boards(not run.dry_run).steps)
+            phase(f"training {len(run.archs)} schemes at {len(grid)} learning rate(s) until the dev loss stops "
+                  "improving", [s for arch in run.archs for s in board.grid_steps(arch)], keep_going=True)
+            phase("choosing each scheme's learning rate", [board.choice_step(arch) for arch in run.archs],
+                  keep_going=True)
+            phase("training the other seeds and translating",
+                  [s for arch in run.archs for s in board.seed_steps(arch)], keep_going=True)
+            phase("the boards", board.board_steps(read_failures=not run.dry_run))
             phase.done()
     if not run.dry_run:
         for test_set in TEST_SETS:
@@ -314,26 +475,15 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def board_step(run: DemoRun, test_set: str, units, folder_of, failures: Dict, n_seeds: int) -> Step:
+def board_step(run: DemoRun, test_set: str, systems: Sequence[str], inputs: Sequence[Path], n_seeds: int,
+               tuning: Path) -> Step:
     testset = run.data / "testsets" / test_set
     board = run.out / "leaderboard" / test_set
-    args, inputs = [], []
-    for arch in dict.fromkeys(arch for arch, _ in units):
-        seeds = [seed for a, seed in units if a == arch]
-        hyps = [folder_of(arch, s) / test_set / "hyp.txt" for s in seeds if (arch, s) not in failures]
-        logs = [folder_of(arch, s) / "train.log" for s in seeds if (arch, s) not in failures]
-        if hyps:
-            args += ["--system", f"{arch}=" + ",".join(map(str, hyps))]
-            args += ["--train-log", f"{arch}=" + ",".join(map(str, logs))]
-        errors = [failures[(arch, s)] for s in seeds if (arch, s) in failures]
-        if errors:
-            args += ["--failed", f"{arch}=" + "; ".join(errors)]
-        inputs += hyps + logs
     device = ", on GPUs (fp16)" if run.gpus else ""
     command = [PY, "-m", "analysis.leaderboard", "--source", testset / "seg.src", "--length-file",
-               testset / "longer-side", "--ref", testset / "raw.tgt", *args, "--baseline", run.archs[0],
-               "--train-limit", run.limit, "--edges", run.edges(test_set), "--tokenize", "none", "--bootstrap", 1000,
-               "--seed", run.seed,
+               testset / "longer-side", "--ref", testset / "raw.tgt", *systems, "--tuning", tuning,
+               "--baseline", run.archs[0], "--train-limit", run.limit, "--edges", run.edges(test_set),
+               "--tokenize", "none", "--bootstrap", 1000, "--seed", run.seed,
                "--title", f"Leaderboard, demo {test_set}: trained on pairs of up to {run.limit} subword tokens, "
                           f"{n_seeds} seed{'s' if n_seeds > 1 else ''}{device}",
                "--out-dir", OutDir(board)]

@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from .console import Console
+
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST_DIR = ".steps"
 MANIFEST_VERSION = 1
@@ -113,6 +115,9 @@ class Step:
     owns: Sequence[str] = ()
     # an older version's marker that says this step is done (see recipes.legacy)
     legacy_done: Optional[Callable[[], bool]] = None
+    # runs even when a step it reads from failed, on the inputs that exist (a choice among
+    # the trainings that finished)
+    after_failures: bool = False
 
     def __post_init__(self):
         self.home = Path(self.home)
@@ -420,7 +425,7 @@ class RunningStep:
             temporary_path(out.path, self.token).mkdir(parents=True)
         inputs = {Path(p): fingerprint(p) for p in step.inputs}
         missing = [str(p) for p, fp in inputs.items() if fp is None]
-        if missing:
+        if missing and not step.after_failures:
             raise StepFailed(step, f"{step.description}: input {missing[0]} does not exist")
         record = _base_record(step, "running", inputs)
         record.update(started=_now(), ended=None)
@@ -631,36 +636,6 @@ def describe(planned: Sequence[Tuple[Step, State]]) -> str:
     return "\n".join(lines)
 
 
-class Console:
-    """Where the engine reports: its own lines (timestamped, on stderr) and each step's
-    output lines (prefixed with the step's label, on stdout)."""
-
-    def __init__(self, stream_steps: bool = True):
-        self.stream_steps = stream_steps
-        self._lock = threading.Lock()
-
-    def log(self, message: str) -> None:
-        with self._lock:
-            print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-    def step_line(self, step: Step, line: str) -> None:
-        if self.stream_steps and step.echo:
-            with self._lock:
-                print(f"[{step.label}] {line}" if step.label else line, flush=True)
-
-    def step_failed(self, step: Step, error: str) -> None:
-        self.log(f"FAILED {step.description}: {error.splitlines()[0]}")
-        try:
-            tail = step.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
-        except OSError:
-            tail = []
-        if tail:
-            with self._lock:
-                for line in tail:
-                    print(f"  {line}", file=sys.stderr)
-                print(f"  (the whole log: {step.log_path})", file=sys.stderr, flush=True)
-
-
 class LocalExecutor:
     """Runs steps on this machine, as many at a time as ``threads`` cores and ``gpus``
     allow (a step takes ``cpus`` of the cores, and one GPU of its own when ``gpus`` > 0: the
@@ -700,7 +675,7 @@ class LocalExecutor:
             nonlocal free_cpus
             for step in list(waiting):
                 culprit = failed_upstream(step)
-                if culprit is not None:
+                if culprit is not None and not step.after_failures:
                     waiting.remove(step)
                     outcome.blocked[step] = outcome.blocked.get(culprit, culprit)
                     continue
@@ -720,6 +695,7 @@ class LocalExecutor:
                 free_cpus -= cpus
                 runner = RunningStep(step, self.console.step_line, self._env(step, gpu))
                 self.console.log(f"start {step.description} ({state.reason})")
+                self.console.step_started(step)
                 thread = threading.Thread(target=_run_and_report, args=(runner, finished), daemon=True)
                 running[step] = (runner, thread, gpu)
                 thread.start()
@@ -736,6 +712,7 @@ class LocalExecutor:
                 free_cpus += min(step.cpus, self.threads)
                 if gpu is not None:
                     gpu_load[gpu] -= 1
+                self.console.step_ended(step)
                 if error is None:
                     self.console.log(f"done  {step.description} ({runner.seconds:.0f} s)")
                     outcome.ran.append(step)

@@ -151,6 +151,7 @@ def toy_parser() -> Parser:
     parser.add_argument("--dev-pairs", type=positive_int, default=300)
     parser.add_argument("--test-pairs", type=positive_int, default=300)
     parser.add_argument("--test-words", type=word_range, default=(12, 50))
+    parser.add_argument("--dev-within-limit", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     return parser
 
@@ -187,7 +188,8 @@ def toy_preparation(args, work: Path, on_change: str = "refuse") -> Preparation:
                     seg="bpe", seg_size=args.seg_size, corpora=["toy"], dev_sets=["valid"], test_set="test",
                     lens=length_list(args.max_len), shards=args.shards, fetcher=toy_fetcher(args.seed, sizes),
                     default_test_sets=["test", "concat_seq"], concat_of="test", clean_ratio=float(args.clean_ratio),
-                    bpe_vocab_threshold=args.bpe_vocab_threshold, threads=args.threads, on_change=on_change)
+                    bpe_vocab_threshold=args.bpe_vocab_threshold, threads=args.threads, on_change=on_change,
+                    dev_within_limit=args.dev_within_limit)
     words = lambda r: f"{r[0]} {r[1]}"  # noqa: E731
     p.legacy_config = old_config(p, "toy", args.clean_ratio,
                                  f"TOY=seed {args.seed}; train {args.train_pairs} x {words(args.train_words)} words; "

@@ -5,6 +5,7 @@ Each writes exactly the outputs it is given (the engine hands it temporary names
 them when it succeeds) and fails with ``error: ...`` naming the file at fault.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -263,6 +264,56 @@ def translate(a) -> None:
                 print(line.rstrip("\n"))
 
 
+_DEV_LOSS = re.compile(r"\| valid on '[^']+' subset \| loss ([\d.]+)")
+_UPDATES = re.compile(r"num_updates[= ](\d+)")
+
+
+def choose_lr(a) -> None:
+    """The learning rate whose training reached the lowest dev loss, among those that
+    finished (a checkpoint_best.pt and a dev evaluation), with every grid point's dev loss,
+    updates and failure: {"grid": {LR: {...}}, "chosen": LR or null}."""
+    grid = {}
+    for spec in a.points:
+        lr, _, folder = spec.partition("=")
+        grid[lr] = _grid_point(Path(folder))
+    finished = {lr: point["dev_loss"] for lr, point in grid.items() if point["failure"] is None}
+    chosen = min(finished, key=lambda lr: (finished[lr], float(lr))) if finished else None
+    Path(a.out).write_text(json.dumps({"grid": grid, "chosen": chosen}, indent=1) + "\n", encoding="utf-8")
+    print(f"chosen: {chosen}" + "".join(f"\n  {lr}: {p}" for lr, p in grid.items()))
+
+
+def _grid_point(folder: Path) -> dict:
+    log = folder / "train.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    losses = [float(x) for x in _DEV_LOSS.findall(text)]
+    updates = [int(x) for x in _UPDATES.findall(text)]
+    failure = None
+    try:
+        record = json.loads((folder / ".steps" / "train.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    if record.get("status") == "failed":
+        failure = record.get("error", "failed")
+    elif record.get("status") != "done" or not (folder / "checkpoint_best.pt").exists():
+        failure = "did not finish"
+    elif not losses:
+        failure = "no dev evaluation in its train.log"
+    return {"dev_loss": min(losses) if losses else None, "updates": updates[-1] if updates else None,
+            "failure": failure}
+
+
+def tuning(a) -> None:
+    """The schemes' choices (choose-lr's files) as one table for the leaderboard."""
+    schemes = {}
+    for spec in a.choices:
+        scheme, _, path = spec.partition("=")
+        try:
+            schemes[scheme] = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            schemes[scheme] = {"grid": {}, "chosen": None}
+    Path(a.out).write_text(json.dumps({"metric": a.metric, "schemes": schemes}, indent=1) + "\n", encoding="utf-8")
+
+
 _TOO_LONG = re.compile(r"Size of sample #\d+ is invalid.*max_positions=\(\d+, \d+\)")
 
 
@@ -320,6 +371,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--save-dir", required=True)
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=train)
+
+    p = sub.add_parser("choose-lr")
+    p.add_argument("--out", required=True)
+    p.add_argument("points", nargs="+", help="LR=TRAINING_FOLDER")
+    p.set_defaults(run=choose_lr)
+
+    p = sub.add_parser("tuning")
+    p.add_argument("--out", required=True)
+    p.add_argument("--metric", required=True)
+    p.add_argument("choices", nargs="+", help="SCHEME=CHOICE_FILE")
+    p.set_defaults(run=tuning)
 
     p = sub.add_parser("translate")
     p.add_argument("--testset", required=True)

@@ -29,6 +29,8 @@
 #   --bpe-vocab-threshold N  subword-nmt --vocabulary-threshold when applying (default 50)
 #   --clean-ratio R       maximum length ratio of a pair (default 9)
 #   --shards N            training shards = dev evaluations per epoch (default 1)
+#   --dev-within-limit    keep only the dev pairs within each --max-len in data-bin/lenN (the dev
+#                         loss then measures what training can learn; the demo's setting)
 #   --threads N           parallel workers (default: all cores)
 #   --dry-run             list every step with its command and whether it is done
 #   -h, --help            this help

@@ -1,5 +1,5 @@
 """The README's main command, reduced: `bash scripts/demo.sh --quick` runs to its reports; then
-the leaderboard's quick mode on the same folder reuses its data and models."""
+the leaderboard's quick mode on the same folder reuses its data."""
 import json
 import re
 import shutil
@@ -28,7 +28,9 @@ def test_quick_demo_runs_to_its_reports(quick_demo):
     out, demo, result = quick_demo
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     assert "| transformer_lstm_pos |" in result.stdout
-    assert "[transformer_rel_k]" in result.stdout and "num_updates" in result.stdout  # fairseq's progress
+    # a progress line per system, not fairseq's output (that is in each system's train.log)
+    assert re.search(r"\[transformer_rel_k\] train \d+/60 updates", result.stdout)
+    assert "num_updates" not in result.stdout and "num_updates" in (out / "transformer_rel_k" / "train.log").read_text()
     for phase in ("preparing the data and the test sets", "training and translating", "the reports"):
         assert re.search(rf"{phase} took \d+ s", result.stderr), phase
     for test_set, pairs in (("test", 60), ("concat_seq", 30)):
@@ -48,30 +50,42 @@ def test_quick_demo_runs_to_its_reports(quick_demo):
     assert "start " not in again.stderr
 
 
-def test_quick_leaderboard_reuses_the_demo_and_keeps_a_failed_system_on_the_board(quick_demo):
-    """Two of the demo's systems and a third whose training cannot start (a truncated
-    checkpoint in its folder): the demo's models are reused, the failure is on the board."""
+def test_quick_leaderboard_chooses_each_learning_rate_and_keeps_a_failed_system_on_the_board(quick_demo):
+    """The protocol on the demo's data: two learning rates per scheme, the one with the lower
+    dev loss chosen; a scheme whose every training fails (a truncated checkpoint in each of
+    its folders) stays on the board with its error."""
     quick_demo, _, demo_result = quick_demo
     assert demo_result.returncode == 0, "the quick demo failed (see the test above)"
-    broken = quick_demo / "transformer_alibi"
-    (broken / ".steps").mkdir(parents=True)  # a folder of the demo's
-    (broken / "checkpoint_last.pt").write_bytes(b"PK\x03\x04 cut short")
+    models = quick_demo / "leaderboard" / "models"
+    for lr in ("3e-3", "1e-2"):
+        broken = models / f"transformer_alibi-lr{lr}"
+        (broken / ".steps").mkdir(parents=True)  # a folder of the leaderboard's
+        (broken / "checkpoint_last.pt").write_bytes(b"PK\x03\x04 cut short")
     board = ["bash", str(REPO_ROOT / "scripts/leaderboard.sh"), "--quick", "--updates", "60",
              "--systems", "transformer_abs,transformer_rel,transformer_alibi", "--seeds", "1",
-             "--out-dir", str(quick_demo)]
-    result = subprocess.run(board, capture_output=True, text=True, timeout=600)
+             "--lr-grid", "3e-3,1e-2", "--out-dir", str(quick_demo)]
+    result = subprocess.run(board, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert result.stderr.count("skip  train ") == 2
+    assert "skip  train" not in result.stderr  # the data is the demo's, the models the board's own
+    tuning = json.loads((quick_demo / "leaderboard" / "tuning.json").read_text())["schemes"]
+    for scheme in ("transformer_abs", "transformer_rel"):
+        grid = tuning[scheme]["grid"]
+        assert set(grid) == {"3e-3", "1e-2"} and all(point["dev_loss"] for point in grid.values())
+        assert tuning[scheme]["chosen"] == min(grid, key=lambda lr: grid[lr]["dev_loss"])
+    assert tuning["transformer_alibi"]["chosen"] is None
     for test_set in ("test", "concat_seq"):
         folder = quick_demo / "leaderboard" / test_set
         records = json.loads((folder / "board.json").read_text())["records"]
         ranked = sorted({(r["rank"], r["system"]) for r in records if r["rank"]})
-        assert [system for _, system in ranked] and {s for _, s in ranked} == {"transformer_abs", "transformer_rel"}
+        assert {s for _, s in ranked} == {"transformer_abs", "transformer_rel"}
         failed = [r for r in records if r["system"] == "transformer_alibi"]
-        assert len(failed) == 1 and "checkpoint_last.pt is truncated" in failed[0]["failure"]
+        assert failed and "checkpoint_last.pt is truncated" in failed[0]["failure"]
         assert all(r["parameters"] for r in records if r["rank"])
         for name in ("board.md", "board.csv", "board.tex", "bleu.png", "length_ratio.png"):
             assert (folder / name).stat().st_size > 0
+    progress = [line for line in result.stdout.splitlines() if line.startswith("[transformer_rel-lr")]
+    assert progress and all("updates" in line for line in progress)  # one line per system, not fairseq's
+    assert "num_updates" not in result.stdout
 
 
 def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(quick_demo, tmp_path):

@@ -281,3 +281,14 @@ def test_a_folder_input_is_its_files_without_logs(tmp_path):
     assert not run([step]).ran
     (data / "train.bin").write_text("y")
     assert run([step]).ran == [step]
+
+
+def test_a_step_after_failures_runs_on_what_the_others_made(tmp_path):
+    (tmp_path / "a").write_text("a")
+    good = copy_step(tmp_path, tmp_path / "a", tmp_path / "good.txt", "good")
+    bad = Step("bad", [PY, "-c", "raise SystemExit('error: diverged')", Out(tmp_path / "bad.txt")], home=tmp_path)
+    code = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(str([pathlib.Path(p).exists() for p in sys.argv[2:]]))"
+    choose = Step("choose", [PY, "-c", code, Out(tmp_path / "choice"), tmp_path / "good.txt", tmp_path / "bad.txt"],
+                  home=tmp_path, inputs=[tmp_path / "good.txt", tmp_path / "bad.txt"], after_failures=True)
+    outcome = run([good, bad, choose], keep_going=True)
+    assert choose in outcome.ran and (tmp_path / "choice").read_text() == "[True, False]"
