@@ -11,10 +11,11 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import legacy
 from .cli import (DEFAULT_THREADS, Parser, absolute, command_line, folder, log, name_list, non_negative_int,
@@ -24,14 +25,33 @@ from .data import PY, preparation_steps, testsets_graph
 from .console import Console, ProgressConsole
 from .engine import MANIFEST_DIR, FolderLock, LocalExecutor, Out, Outcome, OutDir, Step, StepError, describe, merged, \
     plan
-from .prepare import prepared_view, toy_parser, toy_preparation
+from .prepare import REPO, prepared_view, smoke_slice, tatoeba_checked_preparation, tatoeba_parser, toy_parser, \
+    toy_preparation
+from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
 from .training import Training, Translation, visible_gpus
 
-TEST_SETS = ("test", "concat_seq")
 DEMO_SYSTEMS = "transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos"
 DEMO_MODEL = ("--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64",
               "--decoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
               "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--dropout", "0.1")
+
+
+@dataclasses.dataclass
+class Corpus:
+    """What the demo's steps need to know of the language pair they train on: the synthetic
+    pair (the default) or Tatoeba German-English (the leaderboard's --data tatoeba)."""
+
+    name: str
+    langs: Tuple[str, str]
+    test_sets: Tuple[str, ...]
+    model: Tuple[str, ...]  # fairseq-train's model options
+    batch_tokens: int
+    warmup: int
+    tokenize: str  # BLEU's tokenizer: none for the synthetic pair's tokens, 13a for text
+    steps: Callable[["DemoRun"], List[Step]]  # the preparation and the test sets, in OUT/data
+    test_edges: Callable[[int], str]
+    joined_edges: Callable[[int], str]
+    translate: Tuple[str, ...] = ()  # translate.sh's options besides the defaults (beam 5)
 
 
 @dataclasses.dataclass
@@ -47,6 +67,10 @@ class DemoRun:
     threads: int
     gpus: int
     dry_run: bool
+    corpus: Optional[Corpus] = None
+
+    def __post_init__(self):
+        self.corpus = self.corpus or TOY
 
     @property
     def data(self) -> Path:
@@ -64,10 +88,9 @@ class DemoRun:
                 "--test-words", f"{shortest} {self.limit}"]
 
     def edges(self, test_set: str) -> str:
-        """The reports' buckets, at multiples of the limit: up to 2x in halves for the test set,
-        up to 3x for concat_seq, whose joined pairs are twice as long."""
-        l = self.limit
-        return f"{l},{l * 3 // 2},{l * 2}" if test_set == "test" else f"{l},{l * 2},{l * 3}"
+        """The reports' buckets, at multiples of the limit."""
+        edges = self.corpus.test_edges if test_set == "test" else self.corpus.joined_edges
+        return edges(self.limit)
 
 
 def demo_parser(prog: str, systems_default: str) -> Parser:
@@ -146,12 +169,22 @@ def refuse_unless_ours(folder: Path, old_marker: str) -> None:
 # ----------------------------------------------------------------------------------------
 # the steps
 # ----------------------------------------------------------------------------------------
-def data_steps(run: DemoRun) -> List[Step]:
+def toy_steps(run: DemoRun) -> List[Step]:
     args = toy_parser().parse_args([*run.data_args(), "--threads", str(run.threads), "--dev-within-limit"])
     p = toy_preparation(args, run.data, on_change="redo")
     prep = prepared_view(p)
     return merged(preparation_steps(p),
-                  testsets_graph(prep, TEST_SETS, lambda name: p.fetcher.testset(p, name), run.threads))
+                  testsets_graph(prep, run.corpus.test_sets, lambda name: p.fetcher.testset(p, name), run.threads))
+
+
+def data_steps(run: DemoRun) -> List[Step]:
+    return run.corpus.steps(run)
+
+
+# up to 2x in halves for the test set, up to 3x for concat_seq, whose joined pairs are twice as long
+TOY = Corpus(name="the synthetic pair", langs=("src", "tgt"), test_sets=("test", "concat_seq"), model=DEMO_MODEL,
+             batch_tokens=2000, warmup=100, tokenize="none", steps=toy_steps,
+             test_edges=lambda l: f"{l},{l * 3 // 2},{l * 2}", joined_edges=lambda l: f"{l},{l * 2},{l * 3}")
 
 
 def demo_training(run: DemoRun, arch: str, train_seed: int, folder: Path, lr: str = "3e-3",
@@ -160,9 +193,11 @@ def demo_training(run: DemoRun, arch: str, train_seed: int, folder: Path, lr: st
     ``lr`` on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU; ``stopping``
     (fairseq-train options) and ``patience`` (dev evaluations without improvement) end it, by
     default after --updates updates."""
-    return Training(data=run.data / "data-bin" / f"len{run.limit}", arch=arch, save=folder, batch_tokens=2000,
-                    lr=lr, scheduler="inverse_sqrt", patience=str(patience), max_epochs=1000, seed=str(train_seed), n_shards=1,
-                    extra=[*DEMO_MODEL, "--warmup-updates", "100",
+    corpus = run.corpus
+    return Training(data=run.data / "data-bin" / f"len{run.limit}", arch=arch, save=folder,
+                    batch_tokens=corpus.batch_tokens, lr=lr, scheduler="inverse_sqrt", patience=str(patience),
+                    max_epochs=1000, seed=str(train_seed), n_shards=1,
+                    extra=[*corpus.model, "--warmup-updates", str(corpus.warmup),
                            *(stopping or ("--max-update", str(run.updates))), "--log-interval", "100",
                            "--num-workers", "0"])
 
@@ -177,10 +212,10 @@ def train_step(run: DemoRun, training: Training) -> Step:
 def translate_steps(run: DemoRun, folder: Path) -> List[Step]:
     """Both test sets translated with FOLDER's best checkpoint (beam 5)."""
     steps = []
-    for test_set in TEST_SETS:
+    for test_set in run.corpus.test_sets:
         translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
-                                  out=folder / test_set, cpu=not run.gpus)
-        steps.append(translation.step(("src", "tgt"), root=run.out, label=folder.name, gpus=1 if run.gpus else 0))
+                                  out=folder / test_set, cpu=not run.gpus, extra=list(run.corpus.translate))
+        steps.append(translation.step(run.corpus.langs, root=run.out, label=folder.name, gpus=1 if run.gpus else 0))
     return steps
 
 
@@ -251,18 +286,18 @@ def demo_main(argv: Sequence[str]) -> int:
     refuse_unless_ours(run.data, "demo.settings")
     for arch in run.archs:
         refuse_unless_ours(run.out / arch, "demo.settings")
-    for test_set in TEST_SETS:
+    for test_set in run.corpus.test_sets:
         refuse_unless_ours(run.out / "report" / test_set, "demo.command")
     systems = {arch: run.out / arch for arch in run.archs}
     with Phases(run, command_line("demo.sh", argv), ProgressConsole()) as phase:
         phase("preparing the data and the test sets", data_steps(run))
         phase("training and translating", [s for arch in run.archs for s in system_steps(run, arch, systems[arch])])
-        phase("the reports", [report_step(run, test_set, systems) for test_set in TEST_SETS])
+        phase("the reports", [report_step(run, test_set, systems) for test_set in run.corpus.test_sets])
         phase.done()
     if not run.dry_run:
-        for test_set in TEST_SETS:
+        for test_set in run.corpus.test_sets:
             print((run.out / "report" / test_set / "report.md").read_text(encoding="utf-8"))
-        for test_set in TEST_SETS:
+        for test_set in run.corpus.test_sets:
             print(f"report: {run.out / 'report' / test_set} (report.md, report.json, buckets.png, lengths.png)")
     return 0
 
@@ -410,7 +445,7 @@ class Leaderboard:
                                  *[f"{arch}={path}" for arch, path in zip(run.archs, choices)]],
                       home=tuning.parent, root=run.out, inputs=choices, after_failures=True, echo=False,
                       title="the learning-rate table")]
-        for test_set in TEST_SETS:
+        for test_set in run.corpus.test_sets:
             args, inputs = [], [tuning]
             for arch in run.archs:
                 if arch in failures:
@@ -426,16 +461,64 @@ class Leaderboard:
         return steps
 
 
+def tatoeba_corpus(args, smoke: bool) -> Corpus:
+    """Tatoeba German-English (prepare-tatoeba.sh's split, its dev pairs within the limit) in
+    OUT/data, with the Tatoeba study's model and buckets; SMOKE=1: every 85th pair of
+    SMOKE_DATA and the tiny SMOKE model."""
+    out = absolute(args.out_dir)
+    source = args.source
+    prepare = ["--max-len", str(args.train_limit), "--threads", str(args.threads), "--out-dir", str(out / "data")]
+    model, batch, translate = TATOEBA_MODEL, 2048, ()
+    if smoke:
+        if args.source or args.download:
+            raise StepError("SMOKE=1 takes its data from SMOKE_DATA, not --from/--download")
+        data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
+        if not data.is_file():
+            raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {data})")
+        source = smoke_slice(data, out / "data" / "raw" / "slice.txt")
+        prepare += ["--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500"]
+        model, batch, translate = SMOKE_MODEL, 1200, SMOKE_TRANSLATE
+    prepare += ["--from", str(source)] if source else (["--download"] if args.download else [])
+    if args.dry_run:
+        prepare.append("--dry-run")
+    prep_args = tatoeba_parser().parse_args(prepare)
+
+    def steps(run: DemoRun) -> List[Step]:
+        p = tatoeba_checked_preparation(prep_args, on_change="redo", dev_within_limit=True)
+        return merged(preparation_steps(p), testsets_graph(prepared_view(p), TATOEBA_SETS,
+                                                          lambda name: p.fetcher.testset(p, name), run.threads))
+
+    return Corpus(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
+                  batch_tokens=batch, warmup=400, tokenize="13a", steps=steps, translate=tuple(translate),
+                  test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
+
+
 def leaderboard_main(argv: Sequence[str]) -> int:
     parser = demo_parser("leaderboard.sh", "")
+    parser.add_argument("--data", choices=("synthetic", "tatoeba"), default="synthetic")
+    parser.add_argument("--from", dest="source", type=Path)
+    parser.add_argument("--download", action="store_true")
     parser.add_argument("--seeds", type=positive_int, default=3)
     parser.add_argument("--lr-grid", type=_learning_rates)
     parser.add_argument("--validate-every", type=positive_int, default=200)
     parser.add_argument("--patience", type=positive_int, default=5)
     add_launcher_options(parser)
     args = parser.parse_args(argv)
+    corpus = TOY
+    if args.data == "tatoeba":
+        smoke = os.environ.get("SMOKE", "0") == "1"
+        if "--train-limit" not in argv:
+            args.train_limit = TATOEBA_LIMIT
+        if "--out-dir" not in argv:
+            args.out_dir = REPO / "runs" / ("smoke" if smoke else "") / "leaderboard-tatoeba"
+        if smoke and "--updates" not in argv:
+            args.updates = 16
+        corpus = tatoeba_corpus(args, smoke)
+    elif args.source or args.download:
+        raise StepError("--from and --download are for --data tatoeba")
     archs = args.systems or all_archs()
     run = demo_run(args, archs)
+    run.corpus = corpus
     if not args.run_job:
         check_archs("--systems", run.archs)
         if args.launcher == "local":
@@ -468,9 +551,9 @@ def leaderboard_main(argv: Sequence[str]) -> int:
             phase("the boards", board.board_steps(read_failures=not run.dry_run))
             phase.done()
     if not run.dry_run:
-        for test_set in TEST_SETS:
+        for test_set in run.corpus.test_sets:
             print((run.out / "leaderboard" / test_set / "board.md").read_text(encoding="utf-8"))
-        for test_set in TEST_SETS:
+        for test_set in run.corpus.test_sets:
             print(f"board: {run.out / 'leaderboard' / test_set} (board.md, board.json, bleu.png, length_ratio.png)")
     return 0
 
@@ -480,12 +563,14 @@ def board_step(run: DemoRun, test_set: str, systems: Sequence[str], inputs: Sequ
     testset = run.data / "testsets" / test_set
     board = run.out / "leaderboard" / test_set
     device = ", on GPUs (fp16)" if run.gpus else ""
-    command = [PY, "-m", "analysis.leaderboard", "--source", testset / "seg.src", "--length-file",
-               testset / "longer-side", "--ref", testset / "raw.tgt", *systems, "--tuning", tuning,
+    src, tgt = run.corpus.langs
+    command = [PY, "-m", "analysis.leaderboard", "--source", testset / f"seg.{src}", "--length-file",
+               testset / "longer-side", "--ref", testset / f"raw.{tgt}", *systems, "--tuning", tuning,
                "--baseline", run.archs[0], "--train-limit", run.limit, "--edges", run.edges(test_set),
-               "--tokenize", "none", "--bootstrap", 1000, "--seed", run.seed,
-               "--title", f"Leaderboard, demo {test_set}: trained on pairs of up to {run.limit} subword tokens, "
-                          f"{n_seeds} seed{'s' if n_seeds > 1 else ''}{device}",
+               "--tokenize", run.corpus.tokenize, "--bootstrap", 1000, "--seed", run.seed,
+               *(["--learned-threshold", "0"] if run.corpus is not TOY else []),
+               "--title", f"Leaderboard, {run.corpus.name}, {test_set}: trained on pairs of up to {run.limit} subword "
+                          f"tokens, {n_seeds} seed{'s' if n_seeds > 1 else ''}{device}",
                "--out-dir", OutDir(board)]
     return Step("board", command, home=board, root=run.out, echo=False, title=f"board {test_set}",
-                inputs=[testset / "seg.src", testset / "longer-side", testset / "raw.tgt", *inputs])
+                inputs=[testset / f"seg.{src}", testset / "longer-side", testset / f"raw.{tgt}", *inputs])

@@ -1,6 +1,7 @@
 """The command lines of the preparation scripts and build-test-sets.sh (their options and
 --help are in the scripts).  Each builds its steps (recipes.data) and runs them."""
 import importlib.util
+import os
 import subprocess
 from pathlib import Path
 from typing import List, Sequence
@@ -246,7 +247,8 @@ def _tatoeba_tool(*argv: str) -> str:
     return proc.stdout
 
 
-def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "refuse") -> Preparation:
+def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "refuse",
+                        dev_within_limit: bool = False) -> Preparation:
     work = absolute(args.work_dir)
     split_args = ["--seed", args.seed, "--max-len", args.max_len, "--dev-pairs", args.dev_pairs,
                   "--test-short-pairs", args.test_short_pairs]
@@ -272,18 +274,19 @@ def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "re
     p = Preparation(work=work, pair="de-en", src="de", tgt="en", title="Tatoeba German-English", textproc="moses",
                     seg="bpe", seg_size=args.seg_size, corpora=["tatoeba"], dev_sets=["valid"], test_set="test",
                     lens=[args.max_len], shards=1, fetcher=fetcher, default_test_sets=["test", "concat_seq", "concat3_seq"],
-                    concat_of="test", clean_ratio=float(args.clean_ratio), threads=args.threads, on_change=on_change)
+                    concat_of="test", clean_ratio=float(args.clean_ratio), threads=args.threads, on_change=on_change,
+                    dev_within_limit=dev_within_limit)
     p.legacy_config = old_config(p, "tatoeba", args.clean_ratio,
                                  f"TATOEBA=pairs sha256 {pairs_sha}; split {' '.join(map(str, split_args))}")
     return p
 
 
-def tatoeba_checked_preparation(args, on_change: str = "refuse") -> Preparation:
+def tatoeba_checked_preparation(args, on_change: str = "refuse", dev_within_limit: bool = False) -> Preparation:
     refuse_foreign_work(args.work_dir)
     export = tatoeba_export(args)
     pairs_sha = "(checked when it runs)" if args.dry_run and not export.exists() else \
         _tatoeba_tool("check", "--from", str(export)).split()[-1]
-    return tatoeba_preparation(args, export, pairs_sha, on_change)
+    return tatoeba_preparation(args, export, pairs_sha, on_change, dev_within_limit)
 
 
 def prepare_tatoeba(argv: Sequence[str]) -> int:
@@ -371,3 +374,18 @@ def build_test_sets(argv: Sequence[str]) -> int:
     if not args.dry_run:
         print_testsets(work, names)
     return 0
+
+
+def smoke_slice(export: Path, slice_path: Path) -> Path:
+    """Every 85th pair of the export, in WORK/raw where a preparation expects corpora placed
+    beforehand."""
+    slice_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(export, encoding="utf-8", newline="\n") as f:
+        rows = [line for k, line in enumerate(f, start=1) if k % 85 == 0]
+    temp = slice_path.with_name(f".tmp.{os.getpid()}.{slice_path.name}")
+    temp.write_text("".join(rows), encoding="utf-8", newline="\n")
+    if slice_path.exists() and slice_path.read_bytes() == temp.read_bytes():
+        temp.unlink()
+    else:
+        os.replace(temp, slice_path)
+    return slice_path

@@ -10,19 +10,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .cli import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
 from .data import PY, TOOLS, Preparation, preparation_steps, testsets_graph, wmt_fetcher
 from .demo import all_archs, check_archs, refuse_unless_ours
+from .console import ProgressConsole
+from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS,
+                      WMT_SHARDS,
+                      tatoeba_edges)
 from .engine import OutDir, Step, StepError, merged
 from .launch import Job, Launch, add_launcher_options, failures_of
-from .prepare import REPO, WMT, local_dir, prepared_view, tatoeba_checked_preparation, tatoeba_parser
+from .prepare import REPO, WMT, local_dir, smoke_slice, prepared_view, tatoeba_checked_preparation, tatoeba_parser
 from .training import Translation, train_options, visible_gpus
 
-# Tiny settings for SMOKE=1: the same steps on a few thousand lines, with 1+1-layer models.
-SMOKE_TRAIN = ("--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
-               "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
-               "--encoder-attention-heads", "2", "--decoder-attention-heads", "2", "--max-update", "16",
-               "--batch-tokens", "1200", "--log-interval", "5")
-SMOKE_TRANSLATE = ("--beam", "2", "--max-tokens", "30000", "--max-len-a", "1.2", "--max-len-b", "5")
-SMOKE_TEST_LINES = 30
-WMT_SHARDS = 8  # prepare-wmt19-*.sh's default: 8 checkpoints and dev evaluations per epoch
 SMOKE_SEGMENTATION = {"de-en": 400, "zh-en": 1000}
 # pl_smoke_standin: stand-in corpora cut from the newstest files, named like the real ones
 SMOKE_STANDIN = {
@@ -270,14 +266,6 @@ def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Pat
 # ----------------------------------------------------------------------------------------
 # reproduce/tatoeba.sh
 # ----------------------------------------------------------------------------------------
-TATOEBA_SETS = ("test", "concat_seq", "concat3_seq")
-TATOEBA_MODEL = ("--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
-                 "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
-                 "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--dropout", "0.1",
-                 "--share-decoder-input-output-embed")
-TATOEBA_LIMIT = 16
-
-
 def tatoeba_main(argv: Sequence[str]) -> int:
     parser = Parser("reproduce/tatoeba.sh")
     parser.add_argument("--from", dest="source", type=Path)
@@ -304,7 +292,7 @@ def tatoeba_main(argv: Sequence[str]) -> int:
         smoke_data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
         if not smoke_data.is_file():
             raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {smoke_data})")
-        args.source = _smoke_slice(smoke_data, work / "raw" / "slice.txt")
+        args.source = smoke_slice(smoke_data, work / "raw" / "slice.txt")
         prepare += ["--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500"]
         model, translate_args, bootstrap = list(SMOKE_TRAIN), list(SMOKE_TRANSLATE), 50
         updates = args.updates or 16  # an explicit --updates is kept
@@ -342,7 +330,8 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     failures = failures_of(jobs) if args.run_job else {}
     jobs.append(Job("reports", [_tatoeba_report(work, out, test_set, args.systems, failures, bootstrap, args.seed)
                                 for test_set in TATOEBA_SETS], kind="report", after_any=True))
-    launch = Launch("tatoeba", argv, args, roots=[work, out], threads=args.threads, gpus=gpus)
+    launch = Launch("tatoeba", argv, args, roots=[work, out], threads=args.threads, gpus=gpus,
+                    console=ProgressConsole())
     launch.run(jobs)
     if not args.dry_run and not args.run_job and (args.launcher == "local" or args.wait):
         for test_set in TATOEBA_SETS:
@@ -352,26 +341,10 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _smoke_slice(export: Path, slice_path: Path) -> Path:
-    """Every 85th pair of the export, in WORK/raw where a preparation expects corpora placed
-    beforehand."""
-    slice_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(export, encoding="utf-8", newline="\n") as f:
-        rows = [line for k, line in enumerate(f, start=1) if k % 85 == 0]
-    temp = slice_path.with_name(f".tmp.{os.getpid()}.{slice_path.name}")
-    temp.write_text("".join(rows), encoding="utf-8", newline="\n")
-    if slice_path.exists() and slice_path.read_bytes() == temp.read_bytes():
-        temp.unlink()
-    else:
-        os.replace(temp, slice_path)
-    return slice_path
-
-
 def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Sequence[str], failures: Dict[str, str],
                     bootstrap: int, seed: int) -> Step:
     limit = TATOEBA_LIMIT
-    edges = (f"{limit},{limit * 3 // 2},{limit * 2},{limit * 3}" if test_set == "test"
-             else f"{limit},{limit * 2},{limit * 3},{limit * 4}")
+    edges = tatoeba_edges(test_set, limit)
     testset = work / "testsets" / test_set
     scored = [arch for arch in systems if arch not in failures] or list(systems)
     hyps = [out / arch / test_set / "hyp.txt" for arch in scored]

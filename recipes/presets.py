@@ -1,0 +1,27 @@
+"""The model sizes and budgets the recipes share (what SMOKE=1 shrinks them to, the Tatoeba
+model) and the Tatoeba study's buckets."""
+
+# Tiny settings for SMOKE=1: the same steps on a few thousand lines, with 1+1-layer models.
+SMOKE_MODEL = ("--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
+               "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+               "--encoder-attention-heads", "2", "--decoder-attention-heads", "2")
+SMOKE_TRAIN = (*SMOKE_MODEL, "--max-update", "16", "--batch-tokens", "1200", "--log-interval", "5")
+SMOKE_TRANSLATE = ("--beam", "2", "--max-tokens", "30000", "--max-len-a", "1.2", "--max-len-b", "5")
+SMOKE_TEST_LINES = 30
+WMT_SHARDS = 8  # prepare-wmt19-*.sh's default: 8 checkpoints and dev evaluations per epoch
+
+
+TATOEBA_SETS = ("test", "concat_seq", "concat3_seq")
+TATOEBA_MODEL = ("--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
+                 "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
+                 "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--dropout", "0.1",
+                 "--share-decoder-input-output-embed")
+TATOEBA_LIMIT = 16
+
+
+def tatoeba_edges(test_set: str, limit: int) -> str:
+    """Buckets at multiples of the limit: 1, 1.5, 2 and 3x for the test set, 1-4x for the
+    joined sets."""
+    if test_set == "test":
+        return f"{limit},{limit * 3 // 2},{limit * 2},{limit * 3}"
+    return f"{limit},{limit * 2},{limit * 3},{limit * 4}"
