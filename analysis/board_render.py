@@ -1,15 +1,24 @@
 """The leaderboard's outputs, rendered to strings and bytes (writing them is the CLI's job).
 
-One table: a row per system in rank order (the failed ones last, saying why), with the
-parameter count, the step time relative to the baseline, BLEU beyond the training limit
-(the ranking), then BLEU, TER (and any segment-score metric) and the
-hypothesis/reference length ratio per bucket, each as mean ± standard deviation over
-seeds.  The table is analysis.tables' model, written by its writers.
+Up to three tables, analysis.tables' model, written by its writers:
+
+- the board: a row per system in rank order (then those that did not learn the task, then
+  the failed ones, saying why), with its learning rate, the updates its trainings took, the
+  parameter count, the step time relative to the baseline, BLEU within and beyond the
+  training limit (the ranking), the retention (beyond / within) and the difference to the
+  baseline beyond the limit with its 95% interval;
+- with a learning-rate selection (analysis.tuning), the selection: a row per scheme, a
+  column per rate of the grid;
+- per length bucket: BLEU, TER (and any segment-score metric) and the hypothesis/reference
+  length ratio of every bucket.
+
+Scores are mean ± standard deviation over seeds.  JSON and CSV hold flat records (and the
+JSON the selection too; the CSV leaves it out: it is no record per system and set).
 """
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import tables
-from .board import Board, BoardCell, BoardRow, Spread
+from .board import Board, BoardCell, BoardRow, Difference, Spread
 from .buckets import Bucket
 from .figures import figure_bytes, figure_title, plt
 from .metrics import METRICS, display_decimals, display_name
@@ -20,37 +29,50 @@ from .render import (
 from .tables import (
     DASH, EMPTY, FEW, PLUS_MINUS, SENTENCES, SIGNIFICANT, TIMES, Column, Raw, Table, Text,
 )
+from .tuning import Tuning
+
+BOLD = (Raw("**", "\\textbf{"), Raw("**", "}"))
+DELTA = Raw("Δ", "$\\Delta$")
 
 
 def records(board: Board) -> List[dict]:
-    """One flat record per (system, sentence set): each bucket, then "beyond" (every pair
-    longer than the training limit).  Scores have their mean, sd, min, max and the
-    per-seed values; a failed system has one record with its failure."""
+    """One flat record per (system, sentence set): each bucket, then "within" and "beyond"
+    (every pair within, and longer than, the training limit).  Scores have their mean, sd,
+    min, max and the per-seed values, and their difference to the baseline (seeds pooled)
+    with its 95% interval; a failed system has one record with its failure."""
     rows = []
     for row in board.rows:
         common = {
             "rank": row.rank, "system": row.system, "baseline": board.baseline,
-            "seeds": row.seeds, "parameters": row.training.parameters,
+            "seeds": row.seeds, "learned": row.learned, "parameters": row.training.parameters,
             "seconds_per_update": row.training.seconds_per_update,
-            "step_time_ratio": row.step_time_ratio, "failure": row.failure,
+            "step_time_ratio": row.step_time_ratio,
+            "learning_rate": list(row.training.learning_rate) if row.training.learning_rate else None,
+            **_spread_fields("updates", row.training.updates),
+            **_spread_fields("retention", row.retention),
+            "failure": row.failure,
         }
-        groups = list(zip(board.buckets, row.cells)) + ([(board.beyond, row.beyond)] if row.beyond else [])
-        if not groups:
+        sets = [(bucket.label, bucket, cell) for bucket, cell in zip(board.buckets, row.cells)]
+        if row.cells:
+            sets += [("within", board.within, row.within), ("beyond", board.beyond, row.beyond)]
+        if not sets:
             rows.append({**common, "set": None, "bucket": None, "bucket_lo": None,
                          "bucket_hi": None, "n": None})
-        for bucket, cell in groups:
-            record = {**common, "set": "beyond" if bucket is board.beyond else bucket.label,
-                      **bucket_fields(bucket), "n": cell.n}
+        for name, bucket, cell in sets:
+            record = {**common, "set": name, **bucket_fields(bucket), "n": cell.n}
             for metric in board.metrics:
                 record.update(_spread_fields(metric, cell.scores[metric]))
                 record[f"{metric}_p"] = cell.p_values[metric]
+                record.update(_difference_fields(metric, cell.differences[metric]))
             record.update(_spread_fields("length_ratio", cell.length_ratio))
             rows.append(record)
     return rows
 
 
-def json_text(board: Board) -> str:
+def json_text(board: Board, tuning: Optional[Tuning] = None) -> str:
     return tables.json_text({"baseline": board.baseline, "baseline_failure": board.baseline_failure,
+                             "learned_threshold": board.learned_threshold,
+                             "tuning": tuning.as_json() if tuning else None,
                              "signatures": board.signatures, "records": records(board)})
 
 
@@ -58,31 +80,83 @@ def csv_text(board: Board) -> str:
     return tables.csv_text(records(board))
 
 
-def table(board: Board, title: Optional[str] = None) -> Table:
-    columns = [Column("rank"), Column("system", align="l"), Column("parameters"),
-               Column("step time"), Column(("BLEU ", _label(board.beyond)))]
-    columns += [Column(_label(bucket), display_name(metric))
-                for metric in board.metrics for bucket in board.buckets]
-    columns += [Column(_label(bucket), "length ratio") for bucket in board.buckets]
-    bucket_sizes = [size_text(n) for n in board.sizes]
-    sizes = ["", SENTENCES, "", "", str(board.beyond_size)]
-    sizes += bucket_sizes * (len(board.metrics) + 1)  # each metric's buckets, the length ratio's
-    decimals = {metric: display_decimals(metric, [spread.mean for row in board.rows
-                                                  for cell in row.cells + [row.beyond] if cell
-                                                  for spread in [cell.scores[metric]] if spread])
-                for metric in board.metrics}
-    rows = [sizes] + [_row_cells(board, row, decimals) for row in board.rows]
-    return Table(columns, rows, head_rows=1, title=title, notes=_notes(board),
+def board_tables(board: Board, title: Optional[str] = None,
+                 tuning: Optional[Tuning] = None) -> List[Table]:
+    """The board, the learning-rate selection (given ``tuning``), the scores per bucket."""
+    selection = [tuning_table(tuning, [row.system for row in board.rows])] if tuning else []
+    return [ranking_table(board, title, tuning)] + selection + [bucket_table(board)]
+
+
+def ranking_table(board: Board, title: Optional[str] = None, tuning: Optional[Tuning] = None) -> Table:
+    columns = [Column("rank"), Column("system", align="l"),
+               Column("chosen lr" if tuning else "lr"), Column("updates"), Column("parameters"),
+               Column("step time"), Column(("BLEU ", _label(board.within))),
+               Column(("BLEU ", _label(board.beyond))), Column("retention"),
+               Column((DELTA, " BLEU ", _label(board.beyond), " [95% CI]"))]
+    sizes = ["", SENTENCES, "", "", "", "", size_text(board.within_size),
+             size_text(board.beyond_size), "", ""]
+    rows = [sizes] + [_ranking_cells(board, row) for row in board.rows]
+    return Table(columns, rows, head_rows=1, title=title, notes=_notes(board, tuning),
                  signatures=[(display_name(metric), board.signatures[metric])
                              for metric in board.metrics if metric in METRICS])
 
 
-def markdown_table(board: Board, title: Optional[str] = None) -> str:
-    return tables.markdown(table(board, title))
+def bucket_table(board: Board) -> Table:
+    columns = [Column("rank"), Column("system", align="l")]
+    columns += [Column(_label(bucket), display_name(metric))
+                for metric in board.metrics for bucket in board.buckets]
+    columns += [Column(_label(bucket), "length ratio") for bucket in board.buckets]
+    sizes = ["", SENTENCES] + [size_text(n) for n in board.sizes] * (len(board.metrics) + 1)
+    decimals = {metric: display_decimals(metric, [spread.mean for row in board.rows
+                                                  for cell in row.cells
+                                                  for spread in [cell.scores[metric]] if spread])
+                for metric in board.metrics}
+    rows = [sizes] + [_bucket_cells(board, row, decimals) for row in board.rows]
+    notes: List[Text] = [
+        ("Each bucket's scores and hypothesis/reference length ratio, as mean", PLUS_MINUS,
+         "sample standard deviation over seeds; marks as in the board above.")]
+    return Table(columns, rows, head_rows=1, title="Per length bucket",
+                 notes=notes + segment_scores_note(board.metrics))
 
 
-def latex_table(board: Board, title: Optional[str] = None) -> str:
-    return tables.latex(table(board, title))
+def tuning_table(tuning: Tuning, order: Sequence[str] = ()) -> Table:
+    """A row per scheme, those named in ``order`` first (the board's), in that order."""
+    rates = tuning.rates()
+    columns = [Column("scheme", align="l")] + [Column(("lr ", rate)) for rate in rates] + [Column("chosen")]
+    rows: List[List[Text]] = []
+    failures: List[str] = []
+    schemes = [name for name in order if name in tuning.schemes]
+    schemes += [name for name in tuning.schemes if name not in schemes]
+    for scheme in schemes:
+        selection = tuning.schemes[scheme]
+        cells: List[Text] = [scheme]
+        for rate in rates:
+            point = tuning.point(scheme, rate)
+            if point is None:
+                cells.append(EMPTY)
+                continue
+            if point.failure is not None:
+                failures.append(f"{scheme} at {rate}: {point.failure}")
+            text = "failed" if point.dev_loss is None else f"{point.dev_loss:.3f}"
+            text += f" ({point.updates:,})" if point.updates is not None else ""
+            chosen = selection.chosen is not None and float(selection.chosen) == float(rate)
+            cells.append((BOLD[0], text, BOLD[1]) if chosen else text)
+        rows.append(cells + [selection.chosen or "none: every rate failed"])
+    notes: List[Text] = [
+        f"A cell: the {tuning.metric} of the training at that rate, and in parentheses the "
+        "updates it took; in bold the rate chosen, the one with the lowest loss. The test sets "
+        "took no part in the choice."]
+    if failures:
+        notes.append("Failed: " + "; ".join(failures) + ".")
+    return Table(columns, rows, title=f"Learning rate chosen on {tuning.metric}", notes=notes)
+
+
+def markdown_table(board: Board, title: Optional[str] = None, tuning: Optional[Tuning] = None) -> str:
+    return "\n".join(tables.markdown(table) for table in board_tables(board, title, tuning))
+
+
+def latex_table(board: Board, title: Optional[str] = None, tuning: Optional[Tuning] = None) -> str:
+    return "\n".join(tables.latex(table) for table in board_tables(board, title, tuning))
 
 
 def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], ylabel: str,
@@ -103,7 +177,7 @@ def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], yl
         style = ("-", "--", ":")[k // 10 % 3]
         axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3,
                   color=colour, linewidth=2.4 if row.system == board.baseline else 1.3,
-                  label=f"{row.rank}. {row.system}" if row.rank else row.system)
+                  label=_legend_label(row))
         axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points],
                           color=colour, alpha=0.15, linewidth=0)
     axis.axvline(1.0, color="gray", linestyle=":", linewidth=1, label="training limit")
@@ -131,26 +205,69 @@ def length_ratio_plot(board: Board, mean_lengths: Sequence[float], title: Option
                        reference_line=1.0)
 
 
+def _legend_label(row: BoardRow) -> str:
+    if row.rank:
+        return f"{row.rank}. {row.system}"
+    return row.system + (" (did not learn)" if row.learned is False else "")
+
+
 def _label(bucket: Bucket) -> Text:
     return Raw(bucket.label, bucket.latex_label)
 
 
-def _row_cells(board: Board, row: BoardRow, decimals: Dict[str, int]) -> List[Text]:
-    parameters = f"{row.training.parameters:,}" if row.training.parameters else EMPTY
-    step = (f"{row.step_time_ratio:.2f}", TIMES) if row.step_time_ratio else EMPTY
-    name: Text = row.system + (" (baseline)" if row.system == board.baseline else "")
+def _system_cell(board: Board, row: BoardRow, remarks: bool) -> Text:
+    """The system's name, and with ``remarks`` why it is not ranked or not complete."""
+    name = row.system + (" (baseline)" if row.system == board.baseline else "")
+    why = ["did not learn"] if row.learned is False else []
     if row.failure:
-        name = (name, DASH, f"{'failed' if not row.cells else 'some seeds failed'}: {row.failure}")
-    cells = [str(row.rank) if row.rank else EMPTY, name, parameters, step]
+        why.append(f"{'failed' if not row.cells else 'some seeds failed'}: {row.failure}")
+    return (name, DASH, "; ".join(why)) if remarks and why else name
+
+
+def _ranking_cells(board: Board, row: BoardRow) -> List[Text]:
+    training = row.training
+    rate = ",".join(map(rate_text, training.learning_rate)) if training.learning_rate else EMPTY
+    parameters = f"{training.parameters:,}" if training.parameters else EMPTY
+    step = (f"{row.step_time_ratio:.2f}", TIMES) if row.step_time_ratio else EMPTY
+    cells = [str(row.rank) if row.rank else EMPTY, _system_cell(board, row, remarks=True), rate,
+             _count(training.updates), parameters, step]
     if not row.cells:
-        return cells + [EMPTY] * (1 + (len(board.metrics) + 1) * len(board.buckets))
-    beyond = row.beyond
-    cells.append(_score(beyond.scores["bleu"], beyond.p_values["bleu"], beyond.n, 1))
+        return cells + [EMPTY] * 4
+    within, beyond = row.within, row.beyond
+    return cells + [_score(within.scores["bleu"], within.p_values["bleu"], within.n, 1),
+                    _score(beyond.scores["bleu"], beyond.p_values["bleu"], beyond.n, 1),
+                    _score(row.retention, None, beyond.n, 2),
+                    _difference(beyond.differences["bleu"])]
+
+
+def _bucket_cells(board: Board, row: BoardRow, decimals: Dict[str, int]) -> List[Text]:
+    cells = [str(row.rank) if row.rank else EMPTY, _system_cell(board, row, remarks=False)]
+    if not row.cells:
+        return cells + [EMPTY] * ((len(board.metrics) + 1) * len(board.buckets))
     for metric in board.metrics:
         cells += [_score(cell.scores[metric], cell.p_values[metric], cell.n, decimals[metric])
                   for cell in row.cells]
-    cells += [_score(cell.length_ratio, None, cell.n, 2) for cell in row.cells]
-    return cells
+    return cells + [_score(cell.length_ratio, None, cell.n, 2) for cell in row.cells]
+
+
+def rate_text(rate: float) -> str:
+    """A learning rate as rates are written: 0.003 -> "3e-3", 0.0005 -> "5e-4"."""
+    mantissa, exponent = f"{rate:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def _count(value: Optional[Spread]) -> Text:
+    if value is None:
+        return EMPTY
+    text = f"{value.mean:,.0f}"
+    return (text, PLUS_MINUS, f"{value.sd:,.0f}") if len(value.values) > 1 else text
+
+
+def _difference(value: Optional[Difference]) -> Text:
+    if value is None:
+        return EMPTY
+    text = f"{value.value:+.1f}"
+    return text if value.ci_lo is None else f"{text} [{value.ci_lo:+.1f}, {value.ci_hi:+.1f}]"
 
 
 def _score(value: Optional[Spread], p_value: Optional[float], n: int, digits: int) -> Text:
@@ -162,25 +279,50 @@ def _score(value: Optional[Spread], p_value: Optional[float], n: int, digits: in
     return text + (SIGNIFICANT,) if is_significant(p_value, n) else text
 
 
-def _notes(board: Board) -> List[Text]:
+def _notes(board: Board, tuning: Optional[Tuning]) -> List[Text]:
     seeds = sorted({row.seeds for row in board.rows if row.seeds})
     seed_text = " or ".join(str(s) for s in seeds) or "no"
-    note: List[Text] = [
+    scores: List[Text] = [
         "Mean", PLUS_MINUS, f"sample standard deviation over {seed_text} training seeds (each "
         "seed's corpus score; per-seed values, minimum and maximum in the JSON/CSV output). "
         f"Ranked by BLEU on every pair longer than the training limit of {board.train_limit} "
-        "tokens (", _label(board.beyond), "). "]
+        "tokens (", _label(board.beyond), ")"]
+    if board.learned_threshold > 0 and board.within_size:
+        scores += [f", among the systems that learned the task: a mean BLEU of at least "
+                   f"{board.learned_threshold:g} within the limit (", _label(board.within), "). A "
+                   "system below it did not learn the task and is listed after the ranked ones, "
+                   "unranked: its BLEU beyond the limit would measure how far its training got, "
+                   "not how it extrapolates."]
+    elif board.learned_threshold > 0:
+        scores.append(". No pair is within the training limit: whether a system learned the "
+                      "task is not judged on these sentences.")
+    else:
+        scores.append(".")
+    notes = [tuple(scores)]
     if board.baseline_failure is not None:
-        note.append(f"The baseline, {board.baseline}, has no translations "
-                    f"({board.baseline_failure}): no paired tests. ")
+        notes.append(f"The baseline, {board.baseline}, has no translations "
+                     f"({board.baseline_failure}): no paired tests.")
     elif board.n_bootstrap:
-        note += [SIGNIFICANT, f" p < {SIGNIFICANCE_LEVEL} against {board.baseline} in the same "
-                 f"bucket: paired bootstrap resampling ({board.n_bootstrap} resamples, seed "
-                 f"{board.seed}) of the seeds pooled, seed k of each system paired with seed k of "
-                 "the baseline; not corrected for multiple comparisons. ", FEW,
-                 f" fewer than {MIN_SIZE_FOR_MARKS} sentences: no marks. "]
-    note.append(f"Step time: median seconds per training update relative to {board.baseline}.")
-    return [tuple(note)] + segment_scores_note(board.metrics)
+        notes.append((
+            SIGNIFICANT, f" p < {SIGNIFICANCE_LEVEL} against {board.baseline} in the same bucket: "
+            f"paired bootstrap resampling ({board.n_bootstrap} resamples, seed {board.seed}) of "
+            "the seeds pooled, seed k of each system paired with seed k of the baseline; not "
+            "corrected for multiple comparisons. ", FEW, f" fewer than {MIN_SIZE_FOR_MARKS} "
+            "sentences: no marks. ", DELTA, f": BLEU beyond the limit minus {board.baseline}'s, "
+            "each on its seeds pooled, with the 95% interval of the same resamples."))
+    chosen = (f"Chosen lr: the learning rate chosen per scheme on {tuning.metric}, never on the "
+              "test sets (the selection is the next table)." if tuning
+              else "lr: the learning rate of the training logs.")
+    notes.append(f"{chosen} Updates: those each seed's training took (fairseq's last "
+                 "num_updates). Retention: BLEU beyond the limit over BLEU within it, per seed. "
+                 f"Step time: median seconds per training update relative to {board.baseline}.")
+    return notes
+
+
+def _difference_fields(metric: str, value: Optional[Difference]) -> Dict[str, object]:
+    return {f"{metric}_diff": value.value if value else None,
+            f"{metric}_diff_ci_lo": value.ci_lo if value else None,
+            f"{metric}_diff_ci_hi": value.ci_hi if value else None}
 
 
 def _spread_fields(name: str, value: Optional[Spread]) -> Dict[str, object]:

@@ -24,6 +24,10 @@ class MetricResult:
     ci_lo: Optional[float] = None
     ci_hi: Optional[float] = None
     p_value: Optional[float] = None  # against the baseline; None for the baseline itself
+    # 95% interval of (this system's score - the baseline's) over the same resamples: the
+    # resampling is paired, so the interval is the difference's own, not two intervals'
+    difference_ci_lo: Optional[float] = None
+    difference_ci_hi: Optional[float] = None
 
 
 @dataclass
@@ -225,6 +229,9 @@ class _SubsetScoring:
                     result = results[name][metric]
                     scores = resampled[metric][name]
                     result.ci_lo, result.ci_hi = bootstrap.confidence_interval(scores)
+                    if name != self.baseline:
+                        result.difference_ci_lo, result.difference_ci_hi = bootstrap.confidence_interval(
+                            np.subtract(scores, resampled[metric][self.baseline]))
                     if self.paired_test == "bs" and name != self.baseline:
                         result.p_value = bootstrap.paired_bootstrap_p_value(
                             scores, resampled[metric][self.baseline],

@@ -1,10 +1,11 @@
 """The length-generalization leaderboard: systems trained with several seeds, ranked by BLEU
-beyond the training lengths, with BLEU, TER and the length ratio per bucket as mean ± spread.
+beyond the training lengths among those that learned the task within them, with BLEU, TER
+and the length ratio per bucket as mean ± spread.
 
     python -m analysis.leaderboard --source test.src --length-file test.len --ref test.ref \\
         --system abs=abs.s1.hyp,abs.s2.hyp --system rel=rel.s1.hyp,rel.s2.hyp \\
         --train-log abs=abs.s1/train.log,abs.s2/train.log --failed huang3="seed 2: diverged" \\
-        --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
+        --tuning tuning.json --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
 
 Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png and
 length_ratio.png, all or nothing, when everything is computed.  A baseline that failed on
@@ -18,6 +19,7 @@ from typing import Dict, Tuple
 
 from . import board_render, segment_scores
 from .board import build_board, check_training_log, training_info
+from .tuning import check_tuning, read_tuning
 from .buckets import bucket_members, buckets_from_edges, parse_edges
 from .cli import Parser, check_outputs, run_command
 from .evaluate import check_resampling
@@ -44,7 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a system (or some of its seeds) that failed, and why: listed, not "
                         "dropped")
     parser.add_argument("--train-log", action="append", default=[], metavar="NAME=LOG[,LOG...]",
-                        help="fairseq-train logs of a system (parameters, seconds per update)")
+                        help="fairseq-train logs of a system, one per seed (learning rate, "
+                        "updates, parameters, seconds per update)")
+    parser.add_argument("--tuning", metavar="FILE",
+                        help="the learning-rate selection the recipe wrote (JSON: per scheme, "
+                        "the grid's dev losses and the chosen rate): shown as a table; every "
+                        "system needs its entry, and its logs must be at the chosen rate")
+    parser.add_argument("--learned-threshold", type=float, default=95.0, metavar="B",
+                        help="a system whose mean BLEU within the training limit is below B did "
+                        "not learn the task: listed apart, not ranked (default 95, for the "
+                        "synthetic pair, where every scheme should come near 100 within the "
+                        "limit; 0: no system is judged)")
     parser.add_argument("--segment-scores", action="append", default=[],
                         metavar="NAME:SYSTEM=FILE[,FILE...]",
                         help="a metric computed elsewhere (e.g. COMET): SYSTEM's score of each "
@@ -80,6 +92,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         raise InputError(f"--train-limit must be positive, got {args.train_limit}")
     if args.workers < 1:
         raise InputError(f"--workers must be at least 1, got {args.workers}")
+    if not 0 <= args.learned_threshold <= 100:
+        raise InputError(f"--learned-threshold is a BLEU score from 0 to 100, got {args.learned_threshold:g}")
     limit = args.train_limit
     edges = parse_edges(args.edges) if args.edges else sorted({limit, limit * 3 // 2, limit * 2})
     buckets = buckets_from_edges(edges)
@@ -100,7 +114,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
             if len(by_system[name]) != len(paths):
                 raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
                                  f"files for the {len(paths)} seeds of --system {name}")
-    inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file)]
+    inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
+              ("--tuning", args.tuning)]
     inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
     inputs += [(f"--train-log {name}", path) for name, paths in logs.items() for path in paths]
     inputs += [(f"{segment_scores.OPTION} {metric}:{name}", path)
@@ -137,21 +152,26 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         log_lines = [read_lines(path, option) for path in paths]
         for path, lines in zip(paths, log_lines):
             check_training_log(lines, path, option)
-        training[name] = training_info(log_lines)
+        training[name] = training_info(log_lines, option)
+    tuning = read_tuning(args.tuning) if args.tuning else None
+    if tuning:
+        check_tuning(tuning, names + [name for name in failures if name not in names],
+                     {name: info.learning_rate for name, info in training.items()},
+                     f"--tuning {args.tuning}")
 
     lengths = whitespace_lengths(length_lines)
     board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
                         failures=failures, training=training, tokenize=args.tokenize,
                         n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers,
-                        segment_scores=scores)
-    markdown = board_render.markdown_table(board, args.title)
+                        segment_scores=scores, learned_threshold=args.learned_threshold)
+    markdown = board_render.markdown_table(board, args.title, tuning)
     mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
                     for members in bucket_members(lengths, buckets)]
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
-        "json": lambda: board_render.json_text(board).encode("utf-8"),
+        "json": lambda: board_render.json_text(board, tuning).encode("utf-8"),
         "csv": lambda: board_render.csv_text(board).encode("utf-8"),
-        "latex": lambda: board_render.latex_table(board, args.title).encode("utf-8"),
+        "latex": lambda: board_render.latex_table(board, args.title, tuning).encode("utf-8"),
         "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, args.title),
         "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, args.title),
     }
