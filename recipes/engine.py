@@ -414,14 +414,17 @@ class RunningStep:
         self.token = f"{os.getpid()}-{id(self) % 100000}"
         self.process: Optional[subprocess.Popen] = None
         self.seconds = 0.0
+        self.published: List[Path] = []  # what OutDir outputs moved into their folders
 
     def run(self) -> None:
         step = self.step
         clear_temporaries(step)
         self._clear_other_commands_work()
+        self._clear_published_before()
         for output in step.outputs:
             output.parent.mkdir(parents=True, exist_ok=True)
         for out in (a for a in step.command if isinstance(a, OutDir)):
+            Path(out.path).mkdir(parents=True, exist_ok=True)
             temporary_path(out.path, self.token).mkdir(parents=True)
         inputs = {Path(p): fingerprint(p) for p in step.inputs}
         missing = [str(p) for p, fp in inputs.items() if fp is None]
@@ -450,9 +453,19 @@ class RunningStep:
         except BaseException:
             self._discard()
             raise
-        record.update(status="done", ended=_now(),
+        record.update(status="done", ended=_now(), published=[step._relative(p) for p in self.published],
                       outputs_fingerprint={step._relative(p): _stat_only(p) for p in step.outputs})
         write_manifest(step, record)
+
+    def _clear_published_before(self) -> None:
+        """The files an OutDir step wrote last time go before it runs again, so that a run
+        that fails leaves none of them to pass for its own (a stale board); other files in
+        the folder stay."""
+        record = read_manifest(self.step)
+        for recorded in (record or {}).get("published", []):
+            path = self.step._absolute(recorded)
+            if any(path.parent == Path(out.path) for out in self.step.command if isinstance(out, OutDir)):
+                _remove(path)
 
     def _clear_other_commands_work(self) -> None:
         step = self.step
@@ -514,6 +527,7 @@ class RunningStep:
                     if target.is_dir() and not target.is_symlink():
                         shutil.rmtree(target)
                     os.replace(temp / name, target)
+                    self.published.append(target)
                 temp.rmdir()
         missing = [p for p in self.step.in_place_outputs if not Path(p).exists()]
         if missing:

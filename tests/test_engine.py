@@ -292,3 +292,20 @@ def test_a_step_after_failures_runs_on_what_the_others_made(tmp_path):
                   home=tmp_path, inputs=[tmp_path / "good.txt", tmp_path / "bad.txt"], after_failures=True)
     outcome = run([good, bad, choose], keep_going=True)
     assert choose in outcome.ran and (tmp_path / "choice").read_text() == "[True, False]"
+
+
+def test_a_failed_rerun_leaves_no_stale_output_of_the_step_in_its_folder(tmp_path):
+    """A board written last time is removed when its step runs again, so a failure leaves
+    no old board that looks current; the user's files stay."""
+    board = tmp_path / "board"
+    (tmp_path / "fail").write_text("")
+    code = ("import sys, pathlib; d = pathlib.Path(sys.argv[1]); (d / 'board.md').write_text(sys.argv[2]);"
+            "sys.exit('error: failed' if pathlib.Path(sys.argv[3]).read_text() else 0)")
+    step = Step("board", [PY, "-c", code, OutDir(board), "first", tmp_path / "fail"], home=tmp_path)
+    run([step])
+    (board / "NOTES.txt").write_text("mine")
+    (tmp_path / "fail").write_text("yes")
+    step.command = [PY, "-c", code, OutDir(board), "second", tmp_path / "fail"]
+    with pytest.raises(StepError):
+        run([step])
+    assert sorted(p.name for p in board.iterdir()) == ["NOTES.txt"]
