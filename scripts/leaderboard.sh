@@ -1,46 +1,62 @@
 #!/usr/bin/env bash
 # The length-generalization leaderboard: every position scheme trained on the demo's
-# synthetic pair with several seeds, ranked by BLEU beyond the training lengths.
+# synthetic pair (or Tatoeba German->English) with its own learning rate and several seeds,
+# ranked by BLEU beyond the training lengths.
 #
 # Usage: bash scripts/leaderboard.sh [options]
 #
-# The demo's steps (scripts/lib/demo.sh), for every architecture and training seed:
-#   1. the demo's data and test sets, in OUT/data (shared with demo.sh);
-#   2. each system trained with the training seeds --seed, --seed + 1, ... (--seeds of them)
-#      on the demo's budget, then both test sets translated.  The first seed is the demo's
-#      own model, in OUT/ARCH (a model the demo trained is reused); the others go to
-#      OUT/ARCH-seedS.  As many at a time as there are cores, one core each; seed 1 of every
-#      system first.  A system that fails (a training that diverges, a model that refuses
-#      long inputs) does not stop the others: its last error is kept in
-#      OUT/ARCH[-seedS]/failed and the board says so (each unit's output is in
-#      OUT/leaderboard/logs/);
-#   3. python -m analysis.leaderboard per test set, into OUT/leaderboard/SET/: board.md
-#      (printed), board.csv, board.json, board.tex, bleu.png and length_ratio.png.  One
-#      table: systems ranked by BLEU on the pairs beyond the training limit, with BLEU, TER
-#      and the hypothesis/reference length ratio per length bucket as mean ± sd over seeds,
-#      the parameter count, the step time relative to the first system (the baseline), and
-#      a paired bootstrap test against the baseline per bucket over the seeds pooled.
-# Re-running continues where a run stopped: finished models and translations are reused (an
-# interrupted training resumes from its last checkpoint); a failed system is tried again.
+# The protocol (Ruoss et al. 2023, Kazemnejad et al. 2023 select each scheme's learning rate
+# on in-distribution validation data):
+#   1. the data and test sets, in OUT/data (the demo's, with the dev pairs kept to those
+#      within the training limit: the dev loss measures what training can learn);
+#   2. every scheme trained at every rate of --lr-grid with the first seed, each until its dev
+#      loss has not improved for --patience evaluations (one every --validate-every updates)
+#      or for --updates updates, into OUT/leaderboard/models/ARCH-lrLR;
+#   3. each scheme's rate chosen by the lowest dev loss, never by a test set
+#      (OUT/leaderboard/choice/ARCH.json; the table of every rate in OUT/leaderboard/tuning.json);
+#   4. the other seeds (--seed + 1, ...) trained at the chosen rate (ARCH-lrLR-seedS), and
+#      every seed's model translates both test sets (beam 5);
+#   5. python -m analysis.leaderboard per test set, into OUT/leaderboard/SET/: board.md
+#      (printed), board.csv, board.json, board.tex, bleu.png and length_ratio.png: the
+#      schemes ranked by BLEU beyond the limit, with the chosen rate, the updates it took,
+#      BLEU within the limit, retention (beyond / within), the difference to the baseline
+#      beyond the limit with its 95% bootstrap interval, the learning-rate table, and BLEU,
+#      TER and the length ratio per bucket; a scheme below 95 BLEU within the limit on the
+#      synthetic pair "did not learn" and is shown apart from the ranking.
+# As many trainings at a time as there are cores, one core each (or --gpus).  A scheme that
+# fails (a training that diverges at every rate, a model that refuses long inputs) does not
+# stop the others and stays on the board with its error.  Re-running continues where a run
+# stopped; a failed training is tried again.  The demo's own models (OUT/ARCH) are not used:
+# they train for a fixed budget at one rate.
 #
 # Options:
 #   --systems LIST     comma-separated architectures, the first is the baseline (default:
 #                      every architecture of fairseq-relpos, transformer_abs first)
-#   --seeds N          training seeds per system (default 2)
-#   --updates N        training updates per system (default 3000, the demo's)
+#   --seeds N          training seeds per scheme (default 3)
+#   --lr-grid LIST     learning rates to choose from (default 1e-3,3e-3,1e-2: log-spaced
+#                      around the demo's 3e-3, a factor of about 3 apart; --quick: 3e-3)
+#   --validate-every N dev evaluations every N updates (default 200)
+#   --patience N       stop after N evaluations without a lower dev loss (default 5)
+#   --updates N        the cap on updates per training (default 3000)
+#   --data synthetic|tatoeba  the demo's pair (default) or Tatoeba German->English, prepared
+#                      from --from FILE (deu.txt or deu-eng.zip) or --download as
+#                      prepare-tatoeba.sh does, with the Tatoeba model (3+3 layers of width
+#                      256) and buckets at 1-4x its limit of 16 (default --out-dir:
+#                      runs/leaderboard-tatoeba; SMOKE=1: every 85th pair, tiny models)
 #   --train-limit N    longest training pair, in subword tokens (default 50)
 #   --seed N           seed of the corpus and the first training seed (default 1)
 #   --quick            the demo's --quick data and at most 200 updates (for CI; its numbers
 #                      show nothing)
-#   --out-dir DIR      the demo's folder (default runs/demo), whose data and models are reused
+#   --out-dir DIR      the demo's folder (default runs/demo), whose data is reused
 #   --threads N        systems trained at a time, one core each (default: all cores)
 #   --gpus N           train and translate on N GPUs instead (fp16), --threads systems at a
 #                      time shared out among them; a model trained on the other device is
 #                      trained again (default 0: CPU only, the same translations on every run)
 #   --dry-run          list every step with its command and whether it is done; run nothing
 #   --launcher local|slurm  run the steps on this machine (default) or submit them to SLURM:
-#                      the data as one job, each system as one job (its training, then its
-#                      translations), the reports after them; training jobs requeue themselves
+#                      the data as one job, each training of the grid as one job, then each
+#                      scheme's choice, other seeds and translations as one, the boards after
+#                      them; training jobs requeue themselves
 #                      and resume from their last checkpoint (docs/reproducing.md, "Running on a
 #                      cluster").  With slurm:
 #   --slurm-partition P   --slurm-time T   --slurm-mem M   (sbatch's --partition --time --mem)
