@@ -150,6 +150,22 @@ def all_archs() -> List[str]:
     return proc.stdout.split()
 
 
+def effective_labels(archs: Sequence[str], train_args: Sequence[str]) -> Dict[str, str]:
+    """Each architecture's name as what it trains with ``train_args``: ``transformer_abs``,
+    or ``transformer_abs[encoder alibi]`` when an option such as --encoder-pos changes its
+    position schemes (fairseq_relpos.effective_label), so that no table calls an ALiBi encoder
+    transformer_abs."""
+    code = ("import json, logging, sys; logging.disable(logging.WARNING)\n"
+            "from fairseq_relpos import effective_label\n"
+            "archs, args = json.loads(sys.argv[1]), json.loads(sys.argv[2])\n"
+            "print(json.dumps({a: effective_label(a, args) for a in archs}))")
+    proc = subprocess.run([PY, "-c", code, json.dumps(list(archs)), json.dumps(list(train_args))],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise StepError(f"the position options of TRAIN_EXTRA_ARGS: {proc.stderr.strip().splitlines()[-1]}")
+    return json.loads(proc.stdout)
+
+
 def check_gpus(gpus: int) -> None:
     if gpus:
         visible = visible_gpus()

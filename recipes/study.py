@@ -2,6 +2,7 @@
 the Tatoeba study.  Each is one graph: the data of each pair, then per system its training
 and its translations, then the reports."""
 import dataclasses
+import hashlib
 import os
 import shlex
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .cli import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
 from .data import PY, TOOLS, Preparation, preparation_steps, testsets_graph, wmt_fetcher
-from .demo import all_archs, check_archs, refuse_unless_ours
+from .demo import all_archs, check_archs, effective_labels, refuse_unless_ours
 from .console import ProgressConsole
 from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS,
                       WMT_SHARDS,
@@ -38,6 +39,10 @@ class System:
     label: str
     arch: str
     limit: int
+    variant: str = ""  # another model of the architecture (other position options): its folder's suffix
+
+    def folder(self, arch: str) -> str:
+        return f"{arch}-len{self.limit}" + (f"-{self.variant}" if self.variant else "")
 
 
 @dataclasses.dataclass
@@ -144,6 +149,7 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     reports = _table(n, archs)
     for report in reports:
         report.systems += extra
+    _label_by_effective_specs(reports, override)
     launch = Launch(f"table{n}", argv, args, roots=[run.work_root, run.runs_root], threads=run.threads, gpus=run.gpus)
     launch.run(study_jobs(run, reports, override, in_job=bool(args.run_job)))
     if not run.dry_run and not args.run_job and (args.launcher == "local" or args.wait) \
@@ -153,6 +159,21 @@ def table_main(n: int, argv: Sequence[str]) -> int:
         for report in reports:
             print(f"report: {run.runs_root / 'reports' / report.name}/report.md")
     return 0
+
+
+def _label_by_effective_specs(reports: Sequence[Report], override: str) -> None:
+    """Systems that TRAIN_EXTRA_ARGS gives other position schemes than their architecture's
+    are labelled, and saved, as what they are."""
+    extra = _environment("TRAIN_EXTRA_ARGS")
+    if not extra:
+        return
+    systems = [s for r in reports for s in r.systems]
+    labels = effective_labels(sorted({override or s.arch for s in systems}), extra)
+    for system in systems:
+        arch = override or system.arch
+        if labels[arch] != arch:
+            system.label += f" ({labels[arch]})"
+            system.variant = hashlib.sha1(labels[arch].encode()).hexdigest()[:8]
 
 
 def study_jobs(run: StudyRun, reports: Sequence[Report], override: str, in_job: bool = False) -> List[Job]:
@@ -169,7 +190,7 @@ def study_jobs(run: StudyRun, reports: Sequence[Report], override: str, in_job: 
         for report in mine:
             for system in report.systems:
                 arch = override or system.arch
-                save = run.runs_root / f"wmt19-{pair}" / f"{arch}-len{system.limit}"
+                save = run.runs_root / f"wmt19-{pair}" / system.folder(arch)
                 name = f"{pair}-{save.name}"
                 job = systems.get(name) or Job(name, [_train_step(run, pair, arch, system.limit, save)])
                 systems[name] = job
@@ -182,7 +203,7 @@ def study_jobs(run: StudyRun, reports: Sequence[Report], override: str, in_job: 
         for report in mine:
             entries = []
             for system in report.systems:
-                save = run.runs_root / f"wmt19-{pair}" / f"{override or system.arch}-len{system.limit}"
+                save = run.runs_root / f"wmt19-{pair}" / system.folder(override or system.arch)
                 entries.append((system.label, save / report.test_set, failures.get(f"{pair}-{save.name}")))
             jobs.append(Job(f"report-{report.name}", [_report_step(run, report, entries)], kind="report",
                             after_any=True))
@@ -306,12 +327,17 @@ def tatoeba_main(argv: Sequence[str]) -> int:
         check_archs("--systems", args.systems)
     p = tatoeba_checked_preparation(prep_args)
     gpus = 0 if args.dry_run else visible_gpus() if args.launcher == "local" or args.run_job else args.slurm_gpus_per_job
+    labels = {arch: arch for arch in args.systems}
+    if _environment("TRAIN_EXTRA_ARGS"):
+        labels = effective_labels(args.systems, _environment("TRAIN_EXTRA_ARGS"))
+    folders = {arch: out / (arch if labels[arch] == arch else
+                            f"{arch}-{hashlib.sha1(labels[arch].encode()).hexdigest()[:8]}") for arch in args.systems}
     for arch in args.systems:
-        refuse_unless_ours(out / arch, "train.done")
+        refuse_unless_ours(folders[arch], "train.done")
     jobs = [Job("prepare", [*preparation_steps(p), *testsets_graph(
         prepared_view(p), TATOEBA_SETS, lambda name: p.fetcher.testset(p, name), p.threads)], kind="prepare")]
     for arch in args.systems:
-        save = out / arch
+        save = folders[arch]
         training = train_options(
             ["--batch-tokens", "2048", "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "400",
              "--seed", str(args.seed), *model, "--max-update", str(updates), "--max-epochs", "1000", "--patience", "-1",
@@ -328,7 +354,9 @@ def tatoeba_main(argv: Sequence[str]) -> int:
             steps.append(step)
         jobs.append(Job(arch, steps))
     failures = failures_of(jobs) if args.run_job else {}
-    jobs.append(Job("reports", [_tatoeba_report(work, out, test_set, args.systems, failures, bootstrap, args.seed)
+    systems = {labels[arch]: folders[arch] for arch in args.systems}
+    failed = {labels[arch]: why for arch, why in failures.items()}
+    jobs.append(Job("reports", [_tatoeba_report(work, out, test_set, systems, failed, bootstrap, args.seed)
                                 for test_set in TATOEBA_SETS], kind="report", after_any=True))
     launch = Launch("tatoeba", argv, args, roots=[work, out], threads=args.threads, gpus=gpus,
                     console=ProgressConsole())
@@ -341,17 +369,18 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Sequence[str], failures: Dict[str, str],
+def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Dict[str, Path], failures: Dict[str, str],
                     bootstrap: int, seed: int) -> Step:
     limit = TATOEBA_LIMIT
     edges = tatoeba_edges(test_set, limit)
     testset = work / "testsets" / test_set
-    scored = [arch for arch in systems if arch not in failures] or list(systems)
-    hyps = [out / arch / test_set / "hyp.txt" for arch in scored]
+    scored = [name for name in systems if name not in failures] or list(systems)
+    hyps = [systems[name] / test_set / "hyp.txt" for name in scored]
     report = out / "report" / test_set
     command = [PY, "-m", "analysis.report", "--source", testset / "seg.de", "--length-file", testset / "longer-side",
                "--ref", testset / "raw.en", *[a for arch, hyp in zip(scored, hyps) for a in ("--system", f"{arch}={hyp}")],
-               *[a for arch, why in failures.items() for a in ("--failed", f"{arch}={why}")], "--baseline", scored[0], "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,
+               *[a for name, why in failures.items() for a in ("--failed", f"{name}={why}")],
+               "--baseline", scored[0], "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,
                "--train-limit", limit, "--bootstrap", bootstrap, "--seed", seed,
                "--title", f"Tatoeba De-En, {test_set}: trained on pairs of up to {limit} subword tokens (length: longer side)",
                "--out-dir", OutDir(report)]

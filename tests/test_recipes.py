@@ -2,6 +2,7 @@
 up front, naming the option and what it expects, before any folder is made; a folder is used
 by one run at a time."""
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -70,3 +71,14 @@ def test_an_option_given_twice_takes_its_last_value_as_fairseq_does():
 
     assert option_value(["--max-update", "16", "--lr", "1", "--max-update=100"], "--max-update") == "100"
     assert option_value(["--lr", "1"], "--max-update") is None
+
+
+def test_a_system_whose_options_change_its_positions_is_labelled_and_saved_as_what_it_is(tmp_path):
+    """TRAIN_EXTRA_ARGS="--encoder-pos alibi" makes transformer_abs an ALiBi encoder: the
+    report calls it so, and it trains into a folder of its own, never transformer_abs's."""
+    out = script("reproduce/table3.sh", "--dry-run", "--work-root", tmp_path / "w", "--runs-root", tmp_path / "r",
+                 env={"TRAIN_EXTRA_ARGS": "--encoder-pos alibi"})
+    assert out.returncode == 0, out.stderr
+    assert "Absolute@100 (transformer_abs[encoder alibi])=" in out.stdout
+    folder = re.search(r"wmt19-de-en/(transformer_abs-len100-[0-9a-f]{8})/", out.stdout)
+    assert folder and "wmt19-de-en/transformer_abs-len100/" not in out.stdout
