@@ -1,15 +1,29 @@
 """Shared fixtures: tiny models built in-process, and tiny corpora for the fairseq CLIs."""
+import functools
 import os
 import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional, Tuple
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 BIN_DIR = Path(sys.executable).parent
+
+
+@functools.lru_cache(maxsize=None)
+def local_slurm() -> Tuple[Optional[str], str]:
+    """(SLURM_CONF of a running one-node cluster, started by scripts/local-slurm.sh if none
+    answers; or None, why it could not be started)."""
+    directory = Path(os.environ.get("RELPOS_SLURM_DIR", "/tmp/relpos-slurm"))
+    proc = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "local-slurm.sh"), "start"], capture_output=True,
+                          text=True, env={**os.environ, "RELPOS_SLURM_DIR": str(directory)})
+    if proc.returncode != 0:
+        return None, f"no SLURM cluster: scripts/local-slurm.sh start failed: {proc.stderr.strip()[-300:]}"
+    return str(directory / "slurm.conf"), ""
 
 
 def shared_path(*parts) -> Path:

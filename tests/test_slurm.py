@@ -4,8 +4,9 @@ Where it cannot be started (not root, no apt), these tests skip with the reason.
 
 One SMOKE table 3 runs with --launcher slurm --wait: every step is a SLURM job (the manifests
 hold the job ids), one training job is requeued half-way and resumes from its checkpoint, a
-re-run submits nothing, and a system whose training fails stays on the report with its error
-while the others go on.  Then train.sh under srun with two tasks trains one model (gloo, CPU)
+re-run submits nothing, table 5 then runs locally on its models, and a system whose training
+fails stays on the report with its error while the others go on.  (Where a cluster runs,
+this replaces tests/test_pipelines.py's local SMOKE table 3.)  Then train.sh under srun with two tasks trains one model (gloo, CPU)
 with the batch of one task."""
 import json
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_path
+from conftest import local_slurm, shared_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -28,14 +29,12 @@ SMOKE_MODEL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embe
 
 
 @pytest.fixture(scope="session")
-def slurm(tmp_path_factory):
+def slurm():
     """SLURM_CONF of a running one-node cluster, started here if none answers."""
-    directory = Path(os.environ.get("RELPOS_SLURM_DIR", "/tmp/relpos-slurm"))
-    env = {**os.environ, "RELPOS_SLURM_DIR": str(directory)}
-    proc = subprocess.run(["bash", SCRIPTS / "local-slurm.sh", "start"], capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        pytest.skip(f"no SLURM cluster: scripts/local-slurm.sh start failed: {proc.stderr.strip()[-300:]}")
-    return str(directory / "slurm.conf")
+    conf, why_not = local_slurm()
+    if conf is None:
+        pytest.skip(why_not)
+    return conf
 
 
 def run(command, env, check=True):
@@ -110,6 +109,20 @@ def test_a_rerun_submits_nothing(table3):
     again = slurm_run(*table3["roots"], env=table3["env"])
     assert "[submitted" not in again.stdout
     assert again.stdout.count("[done]") == 6
+
+
+def test_table5_runs_locally_on_the_models_slurm_trained(table3):
+    """A local run after a SLURM run: table 5 (table 3's two schemes) reuses every model and
+    table 3's translations, and translates newstest_all, on this machine."""
+    five = run(["bash", SCRIPTS / "reproduce" / "table5.sh", "--archs", "transformer_abs,transformer_rel",
+                *table3["roots"]], table3["env"])
+    assert five.stderr.count("skip  train ") == 4 and five.stderr.count("skip  translate ") == 4
+    assert five.stderr.count("start translate ") == 4
+    for report in ("table5-newstest_all", "table5-concat_seq"):
+        md = (table3["runs"] / "reports" / report / "report.md").read_text()
+        for name in ("transformer_abs@100 (baseline)", "transformer_rel@100", "transformer_abs@75",
+                     "transformer_rel@75"):
+            assert name in md, (report, name)
 
 
 def test_a_failing_system_stays_on_the_report_and_the_others_go_on(table3):

@@ -24,12 +24,14 @@ relpos_wanted_stamp="$REPO_ROOT $(cat "$REPO_ROOT/setup.py" "$REPO_ROOT/pyprojec
 if [[ "$(cat "$relpos_install_stamp" 2>/dev/null)" != "$relpos_wanted_stamp" ]] ||
    ! python -c "import fairseq_relpos_compat, fairseq, torch" 2>/dev/null; then
   relpos_log "setting up $VIRTUAL_ENV"
-  python -m pip install -q "pip<24.1"
+  # --no-compile: byte-compiling all of torch and its dependencies costs about a minute;
+  # Python compiles the modules it imports when it first imports them instead
+  python -m pip install -q --no-compile "pip<24.1"
   if ! python -c "import torch" 2>/dev/null; then
     relpos_log "installing $RELPOS_TORCH_SPEC"
-    python -m pip install -q "$RELPOS_TORCH_SPEC"
+    python -m pip install -q --no-compile "$RELPOS_TORCH_SPEC"
   fi
-  python -m pip install -q -e "$REPO_ROOT[test]"
+  python -m pip install -q --no-compile -e "$REPO_ROOT[test]"
   echo "$relpos_wanted_stamp" > "$relpos_install_stamp"
 fi
 unset relpos_install_stamp relpos_wanted_stamp
