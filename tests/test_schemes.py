@@ -13,7 +13,7 @@ import torch
 
 from fairseq_relpos.modules.attention import RelPosSelfAttention
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, InputScheme, PositionSpec, scheme_names
-from fairseq_relpos.positions.base import StackContext
+from fairseq_relpos.positions.base import Positions, StackContext
 
 EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 16
 HEAD_DIM = EMBED_DIM // HEADS
@@ -124,18 +124,42 @@ def t5_bias(scheme, q, k, i, j, h, pi, pj):
 
 
 def alibi_bias(scheme, q, k, i, j, h, pi, pj):
-    slope = 2 ** (-8 * (h + 1) / HEADS)  # Press et al., for a power-of-two number of heads
-    return -slope * abs(j - i)
+    if scheme.settings == type(scheme.settings)() and not scheme.context.cross:
+        slope = 2 ** (-8 * (h + 1) / HEADS)  # Press et al., for a power-of-two number of heads
+        return -slope * abs(j - i)
+    # Marian's: -|m_h|·|j - i + b_h| with the scheme's (trained) slopes and offsets
+    offset = 0.0 if scheme.offsets is None else float(scheme.offsets[h])
+    return -abs(float(scheme.slopes[h])) * abs(j - i + offset)
+
+
+def rope_angle(settings, m):
+    """θ_m of rope's settings: base^(-2m/d), scaled as Chen et al. (pi), the NTK-aware base
+    (ntk) or Peng et al.'s YaRN (yarn) say; and YaRN's factor on queries and keys."""
+    d, factor = HEAD_DIM, settings.factor
+    if settings.scaling == "ntk":
+        return (settings.base * factor ** (d / (d - 2))) ** (-2 * m / d), 1.0
+    theta = settings.base ** (-2 * m / d)
+    if settings.scaling == "pi":
+        return theta / factor, 1.0
+    if settings.scaling == "yarn":
+        def dimension_turning(turns):  # Peng et al. eq. 18-19: r(d) = L / λ_d
+            return d * math.log(settings.original / (2 * math.pi * turns)) / (2 * math.log(settings.base))
+
+        low, high = max(math.floor(dimension_turning(32)), 0), min(math.ceil(dimension_turning(1)), d - 1)
+        ramp = min(max((m - low) / (high - low), 0.0), 1.0)  # 0: keep the frequency, 1: interpolate it
+        return (1 - ramp) * theta + ramp * theta / factor, 0.1 * math.log(factor) + 1
+    return theta, 1.0
 
 
 def rope_rotate(scheme, vector, position):
     half = HEAD_DIM // 2
     out = vector.clone()
     for m in range(half):
-        angle = position * scheme.settings.base ** (-2 * m / HEAD_DIM)
+        theta, scale = rope_angle(scheme.settings, m)
+        angle = position * theta
         first, second = float(vector[m]), float(vector[m + half])
-        out[m] = first * math.cos(angle) - second * math.sin(angle)
-        out[m + half] = second * math.cos(angle) + first * math.sin(angle)
+        out[m] = scale * (first * math.cos(angle) - second * math.sin(angle))
+        out[m + half] = scale * (second * math.cos(angle) + first * math.sin(angle))
     return out
 
 
@@ -209,15 +233,18 @@ def schemes_of(positions):
     return list(positions.schemes.values()) if hasattr(positions, "schemes") else [positions]
 
 
-def reference_attention(attention, x, key_padding_mask):
-    """The attention equation, one head and one (query, key) pair at a time."""
+def reference_attention(attention, x, key_padding_mask, columns=None):
+    """The attention equation, one head and one (query, key) pair at a time; column ``c``
+    sits at position ``columns[c]`` (default ``c``), a row's first real token at ``columns[0]``."""
     length, bsz, _ = x.shape
+    columns = list(range(length)) if columns is None else [int(p) for p in columns]
     heads = lambda proj: proj(x).view(length, bsz, HEADS, HEAD_DIM)  # noqa: E731
     q, k, v = heads(attention.q_proj), heads(attention.k_proj), heads(attention.v_proj)
     parts = [(scheme, ATTENTION_REFERENCES[scheme.name]) for scheme in schemes_of(attention.positions)]
     z = torch.zeros(length, bsz, HEADS, HEAD_DIM)
     for b in range(bsz):
-        token_position = torch.cumsum((~key_padding_mask[b]).long(), 0) - 1  # position among real tokens
+        first = int((~key_padding_mask[b]).long().argmax())
+        token_position = [p - columns[first] + columns[0] for p in columns]  # the row's real tokens from columns[0]
         for h in range(HEADS):
             def rotated(vector, position):
                 for scheme, reference in parts:
@@ -226,20 +253,21 @@ def reference_attention(attention, x, key_padding_mask):
 
             for i in range(length):
                 logits = []
-                q_i = rotated(q[i, b, h], i)
+                p_i = columns[i]
+                q_i = rotated(q[i, b, h], p_i)
                 for j in range(length):
                     if key_padding_mask[b, j] or (attention.causal and j > i):
                         logits.append(float("-inf"))
                         continue
-                    k_j = rotated(k[j, b, h], j)
+                    p_j = columns[j]
+                    k_j = rotated(k[j, b, h], p_j)
                     e = float(q_i @ k_j) / math.sqrt(HEAD_DIM)
                     for scheme, reference in parts:  # transforms first, then biases, as documented
                         if "transform" in reference:
-                            e = reference["transform"](scheme, e, q_i, k_j, i, j, h)
+                            e = reference["transform"](scheme, e, q_i, k_j, p_i, p_j, h)
                     for scheme, reference in parts:
                         if "bias" in reference:
-                            e += reference["bias"](scheme, q_i, k_j, i, j, h, int(token_position[i]),
-                                                   int(token_position[j]))
+                            e += reference["bias"](scheme, q_i, k_j, p_i, p_j, h, token_position[i], token_position[j])
                     logits.append(e)
                 alpha = torch.softmax(torch.tensor(logits), dim=0)
                 for j in range(length):
@@ -247,7 +275,7 @@ def reference_attention(attention, x, key_padding_mask):
                         value = v[j, b, h]
                         for scheme, reference in parts:
                             if "value" in reference:
-                                value = value + reference["value"](scheme, i, j, h)
+                                value = value + reference["value"](scheme, p_i, columns[j], h)
                         z[i, b, h] += alpha[j] * value
     return attention.out_proj(z.reshape(length, bsz, EMBED_DIM))
 
@@ -258,6 +286,8 @@ ATTENTION_SPECS = sorted(name for name, cls in SCHEMES.items() if issubclass(cls
     "rel_scalar:clip=3", "rel_scalar:heads=shared", "abs_scalar:heads=shared", "huang1:clip=2",
     "huang2:clip=3,heads=shared", "huang3:clip=4", "huang4:clip=2", "xl:biases=false", "rope:base=100",
     "rope+alibi", "shaw_k+t5", "abs_scalar+shaw+rel_scalar", "rope+huang2+shaw_v", "t5+huang1",
+    "rope:scaling=pi,factor=4", "rope:scaling=ntk,factor=4", "rope:base=100,scaling=yarn,factor=4,original=64",
+    "alibi:trainable=true", "alibi:slope=0.5,offset=1.5", "alibi:trainable=true,slope=0.1,offset=0.3",
 ]
 
 
@@ -302,21 +332,58 @@ def test_self_attention_equals_reference(spec, causal):
     assert torch.allclose(weights.sum(-1), torch.ones(()))
 
 
-def test_shape_shifts_positions_only_while_training():
-    """SHAPE (Kiyono et al. 2021): a random offset in 0…K per sequence in training, none after."""
+#: positions drawn as randomized positions draw them (Ruoss et al. 2023): sorted, distinct,
+#: within the tables of MAX_POSITIONS
+DRAWN_COLUMNS = torch.tensor([0, 2, 3, 5, 8, 9, 11, 14, 15])
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "decoder"])
+@pytest.mark.parametrize("spec", ATTENTION_SPECS)
+def test_every_scheme_reads_the_positions_it_is_given(spec, causal):
+    """Positions are an input: at positions 0, 2, 3, 5, … every scheme computes its equation
+    with those positions and their differences."""
     torch.manual_seed(0)
-    shifted = PositionSpec.parse("abs:shift=50").build_input(context(False))
-    plain = PositionSpec.parse("abs").build_input(context(False))
-    x, padding = torch.zeros(64, 5, EMBED_DIM), torch.zeros(64, 5, dtype=torch.bool)
-    torch.testing.assert_close(shifted.eval()(x, padding), plain(x, padding))
-    trained = shifted.train()(x, padding)
-    offsets = {next(p for p in range(51) if torch.allclose(row, reference_sinusoid(p, EMBED_DIM), atol=1e-5))
-               for row in trained[:, 0]}
-    assert len(offsets) > 20 and max(offsets) <= 50
-    for row in trained:  # each sequence keeps consecutive positions from its offset
-        start = next(p for p in range(51) if torch.allclose(row[0], reference_sinusoid(p, EMBED_DIM), atol=1e-5))
-        torch.testing.assert_close(row, torch.stack([reference_sinusoid(start + t, EMBED_DIM) for t in range(5)]),
-                                   atol=1e-4, rtol=1e-4)
+    positions = build(spec, causal)
+    for table in positions.parameters():
+        torch.nn.init.normal_(table)
+    attention = RelPosSelfAttention(EMBED_DIM, HEADS, positions=positions, causal=causal).eval()
+    lengths, total = [9, 5, 2], 9
+    padding_mask = (right_padding_mask if causal else left_padding_mask)(lengths, total)
+    x = torch.randn(total, len(lengths), EMBED_DIM)
+    with torch.no_grad():
+        expected = reference_attention(attention, x, padding_mask, DRAWN_COLUMNS)
+        actual, _ = attention(x, padding_mask, key_positions=Positions.of_batch(DRAWN_COLUMNS, padding_mask, None))
+    tokens = ~padding_mask.t()  # T x B
+    torch.testing.assert_close(actual[tokens], expected[tokens], atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["abs", "abs_learned"])
+def test_input_schemes_read_the_positions_they_are_given(name):
+    torch.manual_seed(0)
+    scheme = PositionSpec.parse(name).build_input(context(False)).eval()
+    padding_mask = left_padding_mask([9, 5, 2], 9)
+    rows = Positions.of_batch(DRAWN_COLUMNS, padding_mask, torch.tensor([[0], [3], [1]])).rows()  # B x T
+    x = torch.randn(3, 9, EMBED_DIM)
+    vector_at = (lambda p: reference_sinusoid(p, EMBED_DIM)) if name == "abs" else (lambda p: scheme.table.weight[p])
+    with torch.no_grad():
+        actual = scheme(x, padding_mask, rows)
+        for b, t in (~padding_mask).nonzero().tolist():
+            first = int(padding_mask[b].sum())
+            position = int(DRAWN_COLUMNS[t] - DRAWN_COLUMNS[first]) + [0, 3, 1][b]  # from columns[0] = 0
+            torch.testing.assert_close(actual[b, t], x[b, t] + vector_at(position), atol=ATOL, rtol=1e-4)
+
+
+def test_shape_shifts_each_sequence_by_its_own_offset():
+    """SHAPE (Kiyono et al. 2021): while training, a random offset in 0…K per sequence;
+    ``abs:shift=K``, as the first releases spelt it, is ``rand:shift=K``
+    (tests/test_explicit_positions.py: only in training, read by every scheme)."""
+    spec = PositionSpec.parse("abs:shift=50")
+    assert str(spec) == "abs+rand:shift=50" and str(PositionSpec.parse("abs:shift=0")) == "abs"
+    torch.manual_seed(0)
+    rows = spec.build_training_positions(context(False)).positions(torch.zeros(64, 5, dtype=torch.bool)).rows()
+    offsets = rows[:, :1]  # 64 x 1
+    assert len(set(offsets.flatten().tolist())) > 20 and 0 <= offsets.min() and offsets.max() <= 50
+    assert torch.equal(rows - offsets, torch.arange(5).expand(64, 5))  # consecutive from the offset
 
 
 def test_t5_buckets_are_t5s():
@@ -393,8 +460,16 @@ def test_legacy_max_relative_position_is_the_default_k():
     ("shaw:q=3", r"shaw has no setting 'q=3'; it takes k=16, heads=shared, layers=separate"),
     ("shaw:k", "shaw has no setting 'k'"), ("shaw:k=0", "must be >= 1"), ("shaw:k=x", "is not a int"),
     ("t5:heads=both", "expected one of separate, shared"), ("xl:biases=maybe", "true or false"),
-    ("huang2:clip=0", "clip must be >= 1 or none"), ("alibi:slope=1", "it takes no settings"),
+    ("huang2:clip=0", "clip must be >= 1 or none"), ("lstm:hidden=1", "it takes no settings"),
     ("abs:shift=-1", "shift must be >= 0"), ("t5:buckets=7", "even number"),
+    ("alibi:slope=0", "slope must be a finite number > 0"), ("alibi:offset=nan", "offset must be a finite"),
+    ("rand", "rand needs max=N .* or shift=K"), ("rand:max=0", "max must be >= 1"),
+    ("lstm+rand:max=64", r"rand in 'lstm\+rand:max=64' changes nothing"), ("rand:max=9+rand:shift=1", "cannot be combined"),
+    ("abs:shift=5+rand:max=64", "shift=5 in .* is rand's setting, and rand is there too"),
+    ("rope:scaling=pi", "go together"), ("rope:factor=2", "go together"), ("rope:factor=0.5", "factor must be"),
+    ("rope:scaling=yarn,factor=2", "yarn needs it"), ("rope:scaling=ntk,factor=2,original=64", "yarn's setting"),
+    ("rope:scaling=yarn,factor=2,original=0", "original must be >= 1"), ("rope:scaling=linear", "expected one of"),
+    ("rope:base=nan", "base must be a finite number > 1"),
 ])
 def test_position_spec_refuses_naming_the_option_and_what_is_allowed(spec, message):
     with pytest.raises(ValueError, match="--encoder-pos") as refused:
