@@ -214,7 +214,9 @@ class RelPosCrossAttention(_PositionedAttention):
         source_len = k.size(2)
         span = AttentionSpan(
             q_start, q_len, source_len, False, key_padding_mask, q.device, self.memo,
-            keys=Positions.counting(source_len, q.device, key_padding_mask),
+            # the layers of a pass share the source's positions
+            keys=self.memo.get(("source_positions", source_len),
+                               lambda: Positions.counting(source_len, q.device, key_padding_mask)),
             queries=Positions(torch.arange(q_start, q_start + q_len, device=q.device), start=q_start),
         )
         out, weights = self._attend(q, k, v, span, need_weights or need_head_weights)
