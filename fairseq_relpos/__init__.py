@@ -13,6 +13,7 @@ from .models.relpos_transformer import (
     RelPosTransformerModel,
     build_standalone_model,
     count_parameters,
+    effective_label,
 )
 from .positions import PositionSpec, register_scheme, scheme_names
 
@@ -23,6 +24,7 @@ __all__ = [
     "build_standalone_model",
     "PositionSpec",
     "count_parameters",
+    "effective_label",
     "register_scheme",
     "scheme_names",
 ]

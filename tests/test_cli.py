@@ -71,29 +71,72 @@ def test_learned_positions_refuse_long_sources_clearly(reversal_data_bin, tmp_pa
                        "--max-source-positions", 100, "--max-target-positions", 100, check=False)
     assert refused.returncode != 0
     assert "max_positions=(16, 16)" in refused.stderr
+    # the model's line says which option bounds it
+    assert "encoder tables hold 16 positions (--max-source-positions at training time)" in refused.stderr
+
+
+def interactive(data_bin, checkpoint_dir, lines, *extra):
+    """fairseq-interactive on ``lines``; returns the CompletedProcess."""
+    return subprocess.run(
+        [str(BIN_DIR / "fairseq-interactive"), str(data_bin), "--user-dir", "fairseq_relpos",
+         "--path", str(checkpoint_dir / "checkpoint_last.pt"), "--cpu", "--source-lang", "src", "--target-lang", "tgt",
+         *map(str, extra)],
+        input="".join(line + "\n" for line in lines), capture_output=True, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+
+
+def hub_translate(data_bin, checkpoint_dir, sentence, cwd, **options):
+    """The hub interface's translate() in a fresh process; returns the CompletedProcess."""
+    script = (
+        "from fairseq_relpos import RelPosTransformerModel\n"
+        f"model = RelPosTransformerModel.from_pretrained({str(checkpoint_dir)!r}, "
+        f"checkpoint_file='checkpoint_last.pt', data_name_or_path={str(data_bin)!r}, "
+        "source_lang='src', target_lang='tgt')\n"
+        f"print('TRANSLATION', model.translate({sentence!r}, **{options!r}))\n"
+    )
+    return subprocess.run([str(BIN_DIR / "python"), "-c", script], capture_output=True, text=True, cwd=cwd)
 
 
 def test_interactive_and_hub_interface(reversal_data_bin, tmp_path):
+    """Including sources longer than fairseq's default --max-source-positions (1024): a model
+    without position tables translates them."""
     train(reversal_data_bin, tmp_path / "ckpt", "transformer_rel")
-    interactive = subprocess.run(
-        [str(BIN_DIR / "fairseq-interactive"), str(reversal_data_bin), "--user-dir", "fairseq_relpos",
-         "--path", str(tmp_path / "ckpt/checkpoint_last.pt"), "--beam", "4", "--cpu",
-         "--source-lang", "src", "--target-lang", "tgt"],
-        input="w1 w2 w3\nw4 w5\n", capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-    assert interactive.returncode == 0, interactive.stderr[-3000:]
-    assert len(hypotheses(interactive.stdout)) == 2
+    long_source = " ".join(f"w{index % 30}" for index in range(1100))
+    translated = interactive(reversal_data_bin, tmp_path / "ckpt", ["w1 w2 w3", "w4 w5", long_source],
+                             "--beam", 4, "--max-len-b", 20)
+    assert translated.returncode == 0, translated.stderr[-3000:]
+    assert len(hypotheses(translated.stdout)) == 3
 
-    script = (
-        "from fairseq_relpos import RelPosTransformerModel\n"
-        f"model = RelPosTransformerModel.from_pretrained({str(tmp_path / 'ckpt')!r}, "
-        f"checkpoint_file='checkpoint_last.pt', data_name_or_path={str(reversal_data_bin)!r}, "
-        "source_lang='src', target_lang='tgt')\n"
-        "print('TRANSLATION', model.translate('w1 w2 w3', beam=4))\n"
-    )
-    hub = subprocess.run([str(BIN_DIR / "python"), "-c", script], capture_output=True, text=True, cwd=tmp_path)
-    assert hub.returncode == 0, hub.stderr[-3000:]
-    assert re.search(r"^TRANSLATION \S", hub.stdout, re.M)
+    for sentence in ("w1 w2 w3", long_source):
+        hub = hub_translate(reversal_data_bin, tmp_path / "ckpt", sentence, tmp_path, beam=4, max_len_b=20)
+        assert hub.returncode == 0, hub.stderr[-3000:]
+        assert re.search(r"^TRANSLATION \S", hub.stdout, re.M)
+
+
+def test_an_option_overriding_the_arch_is_a_warning(reversal_data_bin, tmp_path):
+    """fairseq's convention (an option overrides the arch's default) stays, and the log says
+    so at WARNING level with the system's effective label."""
+    trained = train(reversal_data_bin, tmp_path / "ckpt", "transformer_abs", "--encoder-pos", "alibi")
+    log = trained.stdout + trained.stderr
+    assert re.search(r"\| WARNING \| fairseq_relpos\.models\.relpos_transformer \| transformer_abs: the options "
+                     r"change the architecture's position specs \(--encoder-pos alibi\); this system is "
+                     r"transformer_abs\[encoder alibi\], not transformer_abs", log)
+
+
+def test_rope_scaling_loads_into_a_model_trained_without_it(reversal_data_bin, tmp_path):
+    """A setting that only changes inference, given to fairseq-generate by --model-overrides."""
+    train(reversal_data_bin, tmp_path / "ckpt", "transformer_rope")
+    checkpoint = tmp_path / "ckpt/checkpoint_last.pt"
+    yarn = "rope:scaling=yarn,factor=4.0,original=16"
+    scaled = generate(reversal_data_bin, checkpoint, LONG_TEST_SUBSET, "--model-overrides",
+                      repr({"encoder_pos": yarn, "decoder_pos": yarn}))
+    assert f"relpos_transformer: encoder {yarn}, decoder {yarn}" in scaled.stderr
+    assert len(hypotheses(scaled.stdout)) == 6
+    refused = generate(reversal_data_bin, checkpoint, LONG_TEST_SUBSET, "--model-overrides",
+                       repr({"encoder_pos": "rope:scaling=yarn,factor=4"}), check=False)
+    assert refused.returncode != 0
+    assert "--encoder-pos: rope: original=N (the length trained on) is yarn's setting, and yarn needs it" in refused.stderr
 
 
 def free_port():

@@ -146,7 +146,7 @@ def test_learned_positions_refuse_longer_inputs(dictionary):
     model = build_tiny_model("transformer_abs_learned", dictionary, max_source_positions=16, max_target_positions=16)
     assert model.max_positions() == (16, 16)
     src = random_tokens(dictionary, [20], left_pad=True)
-    with pytest.raises(ValueError, match="abs_learned .*: a sequence of 20 tokens exceeds its table of 16 positions"):
+    with pytest.raises(ValueError, match="abs_learned .*: position 19 exceeds its table of 16 positions"):
         encode(model, src)
 
 
@@ -227,7 +227,9 @@ def test_parameter_counts():
         "transformer_nope": 0,
         "transformer_rel_sin": 0,
         "transformer_shape": 0,
+        "transformer_rand": 0,
         "transformer_alibi": 0,
+        "transformer_alibi_cross": layers * 2 * heads,  # a slope and an offset per head in each decoder layer
         "transformer_rope": 0,
         "transformer_rel": 2 * shaw_table,
         "transformer_rel_abs": 2 * shaw_table,

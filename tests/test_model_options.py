@@ -44,7 +44,7 @@ HONOURED = {
 }
 #: options that must equal another one, refused otherwise
 CHECKED = {"decoder_output_dim": dict(decoder_output_dim=16)}
-POSITION_OPTIONS = {"encoder_pos", "decoder_pos", "max_relative_position"}
+POSITION_OPTIONS = {"encoder_pos", "decoder_pos", "cross_pos", "max_relative_position"}
 
 
 def transformer_options():

@@ -13,7 +13,7 @@ import torch
 
 from fairseq_relpos.modules.attention import RelPosSelfAttention
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, InputScheme, PositionSpec, scheme_names
-from fairseq_relpos.positions.base import AttentionSpan, PassMemo, StackContext
+from fairseq_relpos.positions.base import AttentionSpan, PassMemo, Positions, StackContext
 
 EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 20  # 20 positions: room for Shaw's default k = 16
 HEAD_DIM = EMBED_DIM // HEADS
@@ -93,7 +93,7 @@ def shaw_vectors(scheme, h, r):
     return [None if table is None else table_row(table, h, row) for table in (scheme.key_table, scheme.value_table)]
 
 
-def shaw_bias(scheme, q, k, i, j, h, pi, pj, length):
+def shaw_bias(scheme, q, k, i, j, h, pi, pj, last):
     key_vector = shaw_vectors(scheme, h, j - i)[0]
     return 0.0 if key_vector is None else float(q @ key_vector) / math.sqrt(HEAD_DIM)
 
@@ -119,27 +119,51 @@ def t5_bucket(scheme, r):
     return offset + min(large, buckets - 1)
 
 
-def t5_bias(scheme, q, k, i, j, h, pi, pj, length):
+def t5_bias(scheme, q, k, i, j, h, pi, pj, last):
     return float(scheme.table[t5_bucket(scheme, j - i), head_of(scheme.table.t(), h)])
 
 
-def alibi_bias(scheme, q, k, i, j, h, pi, pj, length):
-    slope = 2 ** (-8 * (h + 1) / HEADS)  # Press et al., for a power-of-two number of heads
-    return -slope * abs(j - i)
+def alibi_bias(scheme, q, k, i, j, h, pi, pj, last):
+    if scheme.settings == type(scheme.settings)() and not scheme.context.cross:
+        slope = 2 ** (-8 * (h + 1) / HEADS)  # Press et al., for a power-of-two number of heads
+        return -slope * abs(j - i)
+    # Marian's: -|m_h|·|j - i + b_h| with the scheme's (trained) slopes and offsets
+    offset = 0.0 if scheme.offsets is None else float(scheme.offsets[h])
+    return -abs(float(scheme.slopes[h])) * abs(j - i + offset)
+
+
+def rope_angle(settings, m):
+    """θ_m of rope's settings: base^(-2m/d), scaled as Chen et al. (pi), the NTK-aware base
+    (ntk) or Peng et al.'s YaRN (yarn) say; and YaRN's factor on queries and keys."""
+    d, factor = HEAD_DIM, settings.factor
+    if settings.scaling == "ntk":
+        return (settings.base * factor ** (d / (d - 2))) ** (-2 * m / d), 1.0
+    theta = settings.base ** (-2 * m / d)
+    if settings.scaling == "pi":
+        return theta / factor, 1.0
+    if settings.scaling == "yarn":
+        def dimension_turning(turns):  # Peng et al. eq. 18-19: r(d) = L / λ_d
+            return d * math.log(settings.original / (2 * math.pi * turns)) / (2 * math.log(settings.base))
+
+        low, high = max(math.floor(dimension_turning(32)), 0), min(math.ceil(dimension_turning(1)), d - 1)
+        ramp = min(max((m - low) / (high - low), 0.0), 1.0)  # 0: keep the frequency, 1: interpolate it
+        return (1 - ramp) * theta + ramp * theta / factor, 0.1 * math.log(factor) + 1
+    return theta, 1.0
 
 
 def rope_rotate(scheme, vector, position):
     half = HEAD_DIM // 2
     out = vector.clone()
     for m in range(half):
-        angle = position * scheme.settings.base ** (-2 * m / HEAD_DIM)
+        theta, scale = rope_angle(scheme.settings, m)
+        angle = position * theta
         first, second = float(vector[m]), float(vector[m + half])
-        out[m] = first * math.cos(angle) - second * math.sin(angle)
-        out[m + half] = second * math.cos(angle) + first * math.sin(angle)
+        out[m] = scale * (first * math.cos(angle) - second * math.sin(angle))
+        out[m + half] = scale * (second * math.cos(angle) + first * math.sin(angle))
     return out
 
 
-def xl_bias(scheme, q, k, i, j, h, pi, pj, length):
+def xl_bias(scheme, q, k, i, j, h, pi, pj, last):
     projected = scheme.position_proj(reference_sinusoid(i - j, EMBED_DIM)).view(HEADS, HEAD_DIM)[h]  # W_R R_{i-j}
     u, v = (scheme.content_bias[h, 0], scheme.position_bias[h, 0]) if scheme.settings.biases else (0 * q, 0 * q)
     return (float(u @ k) + float((q + v) @ projected)) / math.sqrt(HEAD_DIM)
@@ -155,11 +179,11 @@ def head_of(table, h):
     return h if table.size(0) > 1 else 0
 
 
-def rel_scalar_bias(scheme, q, k, i, j, h, pi, pj, length):
+def rel_scalar_bias(scheme, q, k, i, j, h, pi, pj, last):
     return float(scheme.table[distance_row(scheme, j - i), head_of(scheme.table.t(), h)])
 
 
-def abs_scalar_bias(scheme, q, k, i, j, h, pi, pj, length):
+def abs_scalar_bias(scheme, q, k, i, j, h, pi, pj, last):
     table = scheme.table[head_of(scheme.table, h)]
     return float(table[pi] @ table[pj])
 
@@ -175,33 +199,33 @@ def huang3_transform(scheme, e, q, k, i, j, h):
     return float((q * k * gate).sum()) / math.sqrt(HEAD_DIM)
 
 
-def huang4_bias(scheme, q, k, i, j, h, pi, pj, length):
+def huang4_bias(scheme, q, k, i, j, h, pi, pj, last):
     a = scheme.table[head_of(scheme.table, h), distance_row(scheme, j - i)]
     return (float(q @ a) + float(k @ a)) / math.sqrt(HEAD_DIM)
 
 
 def kerple_bias(kernel, r2_highest=math.inf):
     """Chi et al. 2022 with the authors' bounds (r1, r2 >= 0.01; power: r2 <= 2)."""
-    def bias(scheme, q, k, i, j, h, pi, pj, length):
+    def bias(scheme, q, k, i, j, h, pi, pj, last):
         r1 = max(0.01, float(scheme.r1[h]))
         r2 = min(r2_highest, max(0.01, float(scheme.r2[h])))
         return -kernel(abs(j - i), r1, r2)
     return bias
 
 
-def sandwich_bias(scheme, q, k, i, j, h, pi, pj, length):
+def sandwich_bias(scheme, q, k, i, j, h, pi, pj, last):
     dim = scheme.settings.dim or HEAD_DIM
     inner = sum(math.cos((j - i) / 10000 ** (2 * m / dim)) for m in range(1, dim // 2 + 1))  # p_i·p_j
     return (inner - dim / 2) * HEADS / (8 * (h + 1))
 
 
-def fire_bias(scheme, q, k, i, j, h, pi, pj, length):
-    """f(ψ(i - j)/ψ(max(L, i))), i the tokens before the query; in the encoder a key after the
-    query is normalised by the tokens after it, and negated."""
+def fire_bias(scheme, q, k, i, j, h, pi, pj, last):
+    """f(ψ(i - j)/ψ(max(L, pi))), pi the query's position (the tokens before it); in the encoder
+    a key after the query is normalised by the tokens after it (to the row's last), and negated."""
     c = abs(float(scheme.c))
     threshold = abs(float(scheme.threshold_scale) * scheme.settings.threshold)
     psi = lambda x: math.log(c * x + 1)  # noqa: E731
-    context = pi if j <= i else length - 1 - pi
+    context = pi if j <= i else last - pi
     side = 1 if j < i else -1
     x = side * psi(abs(i - j)) / (psi(max(threshold, context)) + 1e-6)
     return float(scheme.mlp(torch.tensor([x]))[h])
@@ -245,16 +269,19 @@ def schemes_of(positions):
     return list(positions.schemes.values()) if hasattr(positions, "schemes") else [positions]
 
 
-def reference_attention(attention, x, key_padding_mask):
-    """The attention equation, one head and one (query, key) pair at a time."""
+def reference_attention(attention, x, key_padding_mask, columns=None):
+    """The attention equation, one head and one (query, key) pair at a time; column ``c``
+    sits at position ``columns[c]`` (default ``c``), a row's first real token at ``columns[0]``."""
     length, bsz, _ = x.shape
+    columns = list(range(length)) if columns is None else [int(p) for p in columns]
     heads = lambda proj: proj(x).view(length, bsz, HEADS, HEAD_DIM)  # noqa: E731
     q, k, v = heads(attention.q_proj), heads(attention.k_proj), heads(attention.v_proj)
     parts = [(scheme, ATTENTION_REFERENCES[scheme.name]) for scheme in schemes_of(attention.positions)]
     z = torch.zeros(length, bsz, HEADS, HEAD_DIM)
     for b in range(bsz):
-        token_position = torch.cumsum((~key_padding_mask[b]).long(), 0) - 1  # position among real tokens
-        row_length = int((~key_padding_mask[b]).sum())
+        first = int((~key_padding_mask[b]).long().argmax())
+        token_position = [p - columns[first] + columns[0] for p in columns]  # the row's real tokens from columns[0]
+        last = max(token_position[j] for j in range(length) if not key_padding_mask[b, j])  # the row's last token's
         for h in range(HEADS):
             def rotated(vector, position):
                 for scheme, reference in parts:
@@ -263,22 +290,24 @@ def reference_attention(attention, x, key_padding_mask):
 
             for i in range(length):
                 logits = []
-                q_i = rotated(q[i, b, h], i)
+                p_i = columns[i]
+                q_i = rotated(q[i, b, h], p_i)
                 blocked = [bool(key_padding_mask[b, j]) or (attention.causal and j > i) for j in range(length)]
                 keys_attended = max(1, blocked.count(False))
                 for j in range(length):
                     if blocked[j]:
                         logits.append(float("-inf"))
                         continue
-                    k_j = rotated(k[j, b, h], j)
+                    p_j = columns[j]
+                    k_j = rotated(k[j, b, h], p_j)
                     e = float(q_i @ k_j) / math.sqrt(HEAD_DIM)
                     for scheme, reference in parts:  # transforms first, then biases, as documented
                         if "transform" in reference:
-                            e = reference["transform"](scheme, e, q_i, k_j, i, j, h)
+                            e = reference["transform"](scheme, e, q_i, k_j, p_i, p_j, h)
                     for scheme, reference in parts:
                         if "bias" in reference:
-                            e += reference["bias"](scheme, q_i, k_j, i, j, h, int(token_position[i]),
-                                                   int(token_position[j]), row_length)
+                            e += reference["bias"](scheme, q_i, k_j, p_i, p_j, h, token_position[i], token_position[j],
+                                                   last)
                     for scheme, reference in parts:  # the whole input of the softmax
                         if "scale" in reference:
                             e *= reference["scale"](scheme, h, keys_attended)
@@ -289,7 +318,7 @@ def reference_attention(attention, x, key_padding_mask):
                         value = v[j, b, h]
                         for scheme, reference in parts:
                             if "value" in reference:
-                                value = value + reference["value"](scheme, i, j, h)
+                                value = value + reference["value"](scheme, p_i, columns[j], h)
                         z[i, b, h] += alpha[j] * value
     return attention.out_proj(z.reshape(length, bsz, EMBED_DIM))
 
@@ -302,6 +331,8 @@ ATTENTION_SPECS = sorted(name for name, cls in SCHEMES.items() if issubclass(cls
     "rope+alibi", "shaw_k+t5", "abs_scalar+shaw+rel_scalar", "rope+huang2+shaw_v", "t5+huang1",
     "sandwich:dim=4", "fire:threshold=2", "fire:width=4,layers=shared", "kerple_power+rope", "rope+ssmax",
     "shaw+ssmax", "huang3+kerple_log+ssmax", "sandwich+ssmax:s=2",
+    "rope:scaling=pi,factor=4", "rope:scaling=ntk,factor=4", "rope:base=100,scaling=yarn,factor=4,original=64",
+    "alibi:trainable=true", "alibi:slope=0.5,offset=1.5", "alibi:trainable=true,slope=0.1,offset=0.3",
 ]
 
 
@@ -346,21 +377,58 @@ def test_self_attention_equals_reference(spec, causal):
     assert torch.allclose(weights.sum(-1), torch.ones(()))
 
 
-def test_shape_shifts_positions_only_while_training():
-    """SHAPE (Kiyono et al. 2021): a random offset in 0…K per sequence in training, none after."""
+#: positions drawn as randomized positions draw them (Ruoss et al. 2023): sorted, distinct,
+#: within the tables of MAX_POSITIONS
+DRAWN_COLUMNS = torch.tensor([0, 2, 3, 5, 8, 9, 11, 14, 15])
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["encoder", "decoder"])
+@pytest.mark.parametrize("spec", ATTENTION_SPECS)
+def test_every_scheme_reads_the_positions_it_is_given(spec, causal):
+    """Positions are an input: at positions 0, 2, 3, 5, … every scheme computes its equation
+    with those positions and their differences."""
     torch.manual_seed(0)
-    shifted = PositionSpec.parse("abs:shift=50").build_input(context(False))
-    plain = PositionSpec.parse("abs").build_input(context(False))
-    x, padding = torch.zeros(64, 5, EMBED_DIM), torch.zeros(64, 5, dtype=torch.bool)
-    torch.testing.assert_close(shifted.eval()(x, padding), plain(x, padding))
-    trained = shifted.train()(x, padding)
-    offsets = {next(p for p in range(51) if torch.allclose(row, reference_sinusoid(p, EMBED_DIM), atol=1e-5))
-               for row in trained[:, 0]}
-    assert len(offsets) > 20 and max(offsets) <= 50
-    for row in trained:  # each sequence keeps consecutive positions from its offset
-        start = next(p for p in range(51) if torch.allclose(row[0], reference_sinusoid(p, EMBED_DIM), atol=1e-5))
-        torch.testing.assert_close(row, torch.stack([reference_sinusoid(start + t, EMBED_DIM) for t in range(5)]),
-                                   atol=1e-4, rtol=1e-4)
+    positions = build(spec, causal)
+    for table in positions.parameters():
+        torch.nn.init.normal_(table)
+    attention = RelPosSelfAttention(EMBED_DIM, HEADS, positions=positions, causal=causal).eval()
+    lengths, total = [9, 5, 2], 9
+    padding_mask = (right_padding_mask if causal else left_padding_mask)(lengths, total)
+    x = torch.randn(total, len(lengths), EMBED_DIM)
+    with torch.no_grad():
+        expected = reference_attention(attention, x, padding_mask, DRAWN_COLUMNS)
+        actual, _ = attention(x, padding_mask, key_positions=Positions.of_batch(DRAWN_COLUMNS, padding_mask, None))
+    tokens = ~padding_mask.t()  # T x B
+    torch.testing.assert_close(actual[tokens], expected[tokens], atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["abs", "abs_learned"])
+def test_input_schemes_read_the_positions_they_are_given(name):
+    torch.manual_seed(0)
+    scheme = PositionSpec.parse(name).build_input(context(False)).eval()
+    padding_mask = left_padding_mask([9, 5, 2], 9)
+    rows = Positions.of_batch(DRAWN_COLUMNS, padding_mask, torch.tensor([[0], [3], [1]])).rows()  # B x T
+    x = torch.randn(3, 9, EMBED_DIM)
+    vector_at = (lambda p: reference_sinusoid(p, EMBED_DIM)) if name == "abs" else (lambda p: scheme.table.weight[p])
+    with torch.no_grad():
+        actual = scheme(x, padding_mask, rows)
+        for b, t in (~padding_mask).nonzero().tolist():
+            first = int(padding_mask[b].sum())
+            position = int(DRAWN_COLUMNS[t] - DRAWN_COLUMNS[first]) + [0, 3, 1][b]  # from columns[0] = 0
+            torch.testing.assert_close(actual[b, t], x[b, t] + vector_at(position), atol=ATOL, rtol=1e-4)
+
+
+def test_shape_shifts_each_sequence_by_its_own_offset():
+    """SHAPE (Kiyono et al. 2021): while training, a random offset in 0…K per sequence;
+    ``abs:shift=K``, as the first releases spelt it, is ``rand:shift=K``
+    (tests/test_explicit_positions.py: only in training, read by every scheme)."""
+    spec = PositionSpec.parse("abs:shift=50")
+    assert str(spec) == "abs+rand:shift=50" and str(PositionSpec.parse("abs:shift=0")) == "abs"
+    torch.manual_seed(0)
+    rows = spec.build_training_positions(context(False)).positions(torch.zeros(64, 5, dtype=torch.bool)).rows()
+    offsets = rows[:, :1]  # 64 x 1
+    assert len(set(offsets.flatten().tolist())) > 20 and 0 <= offsets.min() and offsets.max() <= 50
+    assert torch.equal(rows - offsets, torch.arange(5).expand(64, 5))  # consecutive from the offset
 
 
 def test_t5_buckets_are_t5s():
@@ -441,7 +509,7 @@ def test_legacy_max_relative_position_is_the_default_k():
     ("shaw:q=3", r"shaw has no setting 'q=3'; it takes k=16, heads=shared, layers=separate"),
     ("shaw:k", "shaw has no setting 'k'"), ("shaw:k=0", "must be >= 1"), ("shaw:k=x", "is not an integer"),
     ("t5:heads=both", "expected one of separate, shared"), ("xl:biases=maybe", "true or false"),
-    ("huang2:clip=0", "clip must be >= 1 or none"), ("alibi:slope=1", "it takes no settings"),
+    ("huang2:clip=0", "clip must be >= 1 or none"), ("lstm:hidden=1", "it takes no settings"),
     ("abs:shift=-1", "shift must be between 0 and"), ("t5:buckets=7", "even number"),
     # issue 23.10: every numeric setting finite and in range, each key once
     ("shaw:k=4,k=5", r"shaw sets k twice \('k=4' and 'k=5'\)"), ("t5:buckets=8,buckets=8", "sets buckets twice"),
@@ -455,6 +523,23 @@ def test_legacy_max_relative_position_is_the_default_k():
     ("fire:width=0", "width must be from 1"), ("fire:layers=some", "expected one of separate, shared"),
     ("ssmax:s=0", "s must be a finite number > 0"), ("ssmax:s=-inf", "is not a finite number"),
     ("rope+ssmax+ssmax", "cannot be combined"),
+    ("alibi:slope=0", "slope must be a finite number > 0"), ("alibi:offset=nan", r"alibi:offset='nan' is not a finite"),
+    ("rand", "rand needs max=N .* or shift=K"), ("rand:max=0", "max must be between 1 and 8388608"),
+    ("lstm+rand:max=64", r"rand in 'lstm\+rand:max=64' changes nothing"), ("rand:max=9+rand:shift=1", "cannot be combined"),
+    ("ssmax+rand:shift=5", r"rand in 'ssmax\+rand:shift=5' changes nothing"),
+    ("abs:shift=5+rand:max=64", "shift=5 in .* is rand's setting, and rand is there too"),
+    ("rope:scaling=pi", "go together"), ("rope:factor=2", "go together"), ("rope:factor=0.5", "factor must be"),
+    ("rope:scaling=yarn,factor=2", "yarn needs it"), ("rope:scaling=ntk,factor=2,original=64", "yarn's setting"),
+    ("rope:scaling=yarn,factor=2,original=0", "original must be from 1 to"), ("rope:scaling=linear", "expected one of"),
+    # the same for the settings of rand, rope's scalings and alibi: finite, in range, each once
+    ("rand:max=99999999999", "max must be between 1 and 8388608"), ("rand:shift=99999999999", "between 0 and 8388608"),
+    ("rand:max=9,max=10", r"rand sets max twice"), ("abs:shift=5,shift=6", r"rand sets shift twice"),
+    ("rope:scaling=pi,factor=inf", r"rope:factor='inf' is not a finite number"),
+    ("rope:scaling=ntk,factor=1e300", "factor must be a finite number from 1 to 16777216"),
+    ("rope:scaling=yarn,factor=2,original=99999999999", "original must be from 1 to 16777216"),
+    ("alibi:slope=inf", "is not a finite number"), ("alibi:slope=1e300", "slope must be .* at most 32768"),
+    ("alibi:offset=-1e300", "offset must be a finite number from -16777216 to 16777216"),
+    ("alibi:trainable=true,trainable=false", "alibi sets trainable twice"),
 ])
 def test_position_spec_refuses_naming_the_option_and_what_is_allowed(spec, message):
     with pytest.raises(ValueError, match="--encoder-pos") as refused:

@@ -1,4 +1,5 @@
-"""Transformer encoder and decoder whose position information comes from a PositionSpec."""
+"""Transformer encoder and decoder whose position information comes from a PositionSpec;
+the decoder's encoder-decoder attention from another (``--cross-pos``)."""
 import math
 from typing import Any, Dict, List, Optional
 
@@ -11,7 +12,7 @@ from torch import Tensor, nn
 
 from ..modules.layers import RelPosDecoderLayer, RelPosEncoderLayer
 from ..positions import PositionSpec
-from ..positions.base import IncrementalState, PassMemo, StackContext
+from ..positions.base import IncrementalState, PassMemo, Positions, StackContext
 
 #: what max_positions() reports for a stack that can encode any length
 UNBOUNDED_POSITIONS = 1_000_000
@@ -29,11 +30,11 @@ class _EmbeddingFrontEnd(nn.Module):
         self.layernorm_embedding = LayerNorm(context.embed_dim) if cfg.layernorm_embedding else None
         self.dropout = FairseqDropout(cfg.dropout, module_name="EmbeddingFrontEnd")
 
-    def forward(self, tokens, padding_mask, start=0, incremental_state=None):
+    def forward(self, tokens, padding_mask, positions, incremental_state=None):  # positions: B|1 x T
         embedded = self.embed_scale * self.embed_tokens(tokens)  # B x T x C
         x = embedded
         if self.input_positions is not None:
-            x = self.input_positions(x, padding_mask, start, incremental_state)
+            x = self.input_positions(x, padding_mask, positions, incremental_state)
         if self.layernorm_embedding is not None:
             x = self.layernorm_embedding(x)
         x = self.dropout(x)
@@ -49,12 +50,15 @@ def _layer_stack(cfg, layerdrop, layers: List[nn.Module]) -> nn.ModuleList:
 
 
 class _PositionedStack:
-    """What the encoder and the decoder share: the embedding front end with its input
-    scheme, a stack of layers each with its attention scheme, the final layer norm, and the
-    memo through which the layers of one pass share position terms."""
+    """What the encoder and the decoder share: the positions of a pass (drawn while
+    training, by a ``rand`` scheme), the embedding front end with its input scheme, a stack
+    of layers each with its attention scheme, the final layer norm, and the memo through
+    which the layers of one pass share position terms."""
 
-    def _build_stack(self, cfg, side_cfg, layer_class, spec: PositionSpec, max_positions, embed_tokens, causal,
+    def _build_stack(self, cfg, side_cfg, spec: PositionSpec, max_positions, embed_tokens, causal, make_layer,
                      final_norm=True):
+        """``make_layer(index, attention scheme)`` builds a layer; ``self.position_memo`` is
+        there for it."""
         context = StackContext(
             embed_dim=side_cfg.embed_dim,
             num_heads=side_cfg.attention_heads,
@@ -62,26 +66,43 @@ class _PositionedStack:
             causal=causal,
             max_positions=max_positions,
         )
+        self.training_positions = spec.build_training_positions(context)
         self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
         self.position_memo = PassMemo()
         attention_schemes = spec.build_attention_layers(context)
         self.layers = _layer_stack(
-            cfg, side_cfg.layerdrop,
-            [layer_class(cfg, positions, self.position_memo) for positions in attention_schemes],
+            cfg, side_cfg.layerdrop, [make_layer(index, positions) for index, positions in enumerate(attention_schemes)]
         )
         self.layer_norm = LayerNorm(context.embed_dim) if side_cfg.normalize_before and final_norm else None
         schemes = [self.front_end.input_positions] + attention_schemes
-        limits = [scheme.max_positions() for scheme in schemes if scheme is not None]
-        self._max_positions = min([limit for limit in limits if limit is not None], default=UNBOUNDED_POSITIONS)
+        limits = [(scheme.max_positions(), scheme.name) for scheme in schemes if scheme is not None]
+        limits = [(limit, name) for limit, name in limits if limit is not None]
+        self._max_positions = min([limit for limit, _ in limits], default=UNBOUNDED_POSITIONS)
+        drawn = self.training_positions
+        if drawn is not None and drawn.reach() is not None and drawn.reach() > self._max_positions:
+            tabled = sorted({name for limit, name in limits if limit < drawn.reach()})
+            raise ValueError(f"--{context.side}-pos: {drawn.extra_repr()} draws positions up to {drawn.reach() - 1}, "
+                             f"beyond the {self._max_positions} positions of the table of {', '.join(tabled)} "
+                             f"(--max-{'target' if causal else 'source'}-positions)")
 
     def max_positions(self):
         return self._max_positions
 
+    def _positions(self, padding_mask: Tensor, start: int, incremental_state: IncrementalState) -> Positions:
+        """Where the tokens ``0 … start+T-1`` of this call sit (``padding_mask``: B x T, the
+        new ones): drawn in a training pass where the spec has training positions, counted
+        otherwise (and always in cached decoding, whose earlier steps sat at 0, 1, …)."""
+        if self.training_positions is not None and self.training and incremental_state is None:
+            return self.training_positions.positions(padding_mask)
+        return Positions.counting(start + padding_mask.size(1), padding_mask.device,
+                                  padding_mask if start == 0 else None)
+
+
 class RelPosEncoder(_PositionedStack, FairseqEncoder):
     def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
         super().__init__(dictionary)
-        self._build_stack(cfg, cfg.encoder, RelPosEncoderLayer, spec, cfg.max_source_positions,
-                          embed_tokens, causal=False)
+        self._build_stack(cfg, cfg.encoder, spec, cfg.max_source_positions, embed_tokens, causal=False,
+                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, self.position_memo))
 
     def forward(
         self,
@@ -91,13 +112,14 @@ class RelPosEncoder(_PositionedStack, FairseqEncoder):
         token_embeddings: Optional[Tensor] = None,
     ) -> Dict[str, List[Tensor]]:
         padding_mask = src_tokens.eq(self.front_end.padding_idx)  # B x T
-        x, embedded = self.front_end(src_tokens, padding_mask)
+        positions = self._positions(padding_mask, 0, None)
+        x, embedded = self.front_end(src_tokens, padding_mask, positions.rows())
         x = x.transpose(0, 1)  # T x B x C
         layer_padding_mask = padding_mask if padding_mask.any() else None
         states = [x] if return_all_hiddens else []
         with self.position_memo.open():
             for layer in self.layers:
-                x = layer(x, layer_padding_mask)
+                x = layer(x, layer_padding_mask, positions)
                 if return_all_hiddens:
                     states.append(x)
         if self.layer_norm is not None:
@@ -123,10 +145,24 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
     many tokens it has already processed and runs only the new ones.
     """
 
-    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, cross_spec: PositionSpec = PositionSpec(())):
         super().__init__(dictionary)
-        self._build_stack(cfg, cfg.decoder, RelPosDecoderLayer, spec, cfg.max_target_positions,
-                          embed_tokens, causal=True, final_norm=not cfg.no_decoder_final_norm)
+        cross_context = StackContext(
+            embed_dim=cfg.decoder.embed_dim,
+            num_heads=cfg.decoder.attention_heads,
+            num_layers=cfg.decoder.layers,
+            causal=False,
+            max_positions=cfg.max_source_positions,
+            cross=True,
+        )
+        cross_schemes = cross_spec.build_attention_layers(cross_context)
+        self.cross_memo = PassMemo()  # what the encoder-decoder attention of the layers shares
+
+        def make_layer(index, positions):
+            return RelPosDecoderLayer(cfg, positions, self.position_memo, cross_schemes[index], self.cross_memo)
+
+        self._build_stack(cfg, cfg.decoder, spec, cfg.max_target_positions, embed_tokens, causal=True,
+                          make_layer=make_layer, final_norm=not cfg.no_decoder_final_norm)
         embed_dim = cfg.decoder.embed_dim
         self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
         if cfg.share_decoder_input_output_embed:
@@ -168,7 +204,8 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         if incremental_state is not None:
             self._set_steps_done(incremental_state, start + tokens.size(1))
         padding_mask = tokens.eq(self.front_end.padding_idx)
-        x, _ = self.front_end(tokens, padding_mask, start, incremental_state)
+        positions = self._positions(padding_mask, start, incremental_state)  # of the tokens 0 … start+Tnew-1
+        x, _ = self.front_end(tokens, padding_mask, positions.rows()[:, start:], incremental_state)
         x = x.transpose(0, 1)  # Tnew x B x C
 
         source = encoder_out["encoder_out"][0] if encoder_out else None  # Ts x B x C
@@ -179,11 +216,11 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
             alignment_layer = len(self.layers) - 1
 
         attn, inner_states = None, [x]
-        with self.position_memo.open():
+        with self.position_memo.open(), self.cross_memo.open():
             for index, layer in enumerate(self.layers):
                 x, layer_attn = layer(
                     x, source, source_padding_mask, self_attn_padding_mask, incremental_state,
-                    need_head_weights=index == alignment_layer,
+                    need_head_weights=index == alignment_layer, token_positions=positions,
                 )
                 inner_states.append(x)
                 if index == alignment_layer and layer_attn is not None:

@@ -8,8 +8,8 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
-from ..positions import SCHEMES, PositionSpec, scheme_names, settings_help
-from .encoder_decoder import RelPosDecoder, RelPosEncoder
+from ..positions import SCHEMES, PositionSpec, settings_help
+from .encoder_decoder import UNBOUNDED_POSITIONS, RelPosDecoder, RelPosEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,13 @@ class RelPosTransformerModel(TransformerModel):
         )
         group.add_argument("--decoder-pos", metavar="SPEC", help="decoder position schemes, as --encoder-pos")
         group.add_argument(
+            "--cross-pos", metavar="SPEC",
+            help="position schemes of the encoder-decoder attention: 'none' (default), 'alibi' "
+                 "(Marian's: trained slopes and offsets on the distance from the target position to the "
+                 "source position), 'ssmax' (logits scaled by s_h·log of the source's length) or "
+                 "'alibi+ssmax', as NAME[:key=value,...]",
+        )
+        group.add_argument(
             "--max-relative-position", type=int, metavar="K",
             help="clipping distance k of the shaw schemes where the spec does not set it "
                  "(shaw:k=K does the same); default 16",
@@ -87,6 +94,7 @@ class RelPosTransformerModel(TransformerModel):
         relpos_base_architecture(args)
         _reject_unsupported(args)
         encoder_spec, decoder_spec = position_specs(args)
+        cross_spec = PositionSpec.parse_across(args.cross_pos)
         cfg = TransformerConfig.from_namespace(args)
 
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
@@ -102,12 +110,21 @@ class RelPosTransformerModel(TransformerModel):
             decoder_embed = cls.build_embedding(args, tgt_dict, cfg.decoder.embed_dim)
 
         encoder = RelPosEncoder(cfg, encoder_spec, src_dict, encoder_embed)
-        decoder = RelPosDecoder(cfg, decoder_spec, tgt_dict, decoder_embed)
+        decoder = RelPosDecoder(cfg, decoder_spec, tgt_dict, decoder_embed, cross_spec)
         model = cls(args, encoder, decoder)
         logger.info(
-            "relpos_transformer: encoder %s, decoder %s, %s parameters",
-            encoder_spec, decoder_spec, f"{count_parameters(model):,}",
+            "relpos_transformer: encoder %s, decoder %s%s, %s parameters%s",
+            encoder_spec, decoder_spec, f", encoder-decoder attention {cross_spec}" if cross_spec.schemes else "",
+            f"{count_parameters(model):,}", _table_note(model),
         )
+        overridden = _overridden_sides(args.arch, (encoder_spec, decoder_spec, cross_spec))
+        if overridden and args.arch != "relpos_transformer":
+            logger.warning(
+                "%s: the options change the architecture's position specs (%s); this system is %s, not %s",
+                args.arch, " ".join(f"--{side}-pos {spec}" for side, spec in overridden), _label(args.arch, overridden),
+                args.arch,
+            )
+        _accept_any_length(task, model)
         return model
 
 
@@ -129,6 +146,80 @@ def position_specs(args):
 
 def _field_names(name):
     return {field.name for field in dataclasses.fields(SCHEMES[name].Settings)}
+
+
+SIDES = ("encoder", "decoder", "cross")
+
+
+def _specs(args):
+    """The encoder's, the decoder's and the encoder-decoder attention's specs of ``args``."""
+    return (*position_specs(args), PositionSpec.parse_across(args.cross_pos))
+
+
+def _overridden_sides(arch, specs):
+    """``(side, spec)`` for each side whose spec is not ``arch``'s preset."""
+    preset = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](preset)
+    return [(side, spec) for side, spec, default in zip(SIDES, specs, _specs(preset)) if str(spec) != str(default)]
+
+
+def _label(arch, overridden) -> str:
+    if not overridden:
+        return arch
+    return f"{arch}[{', '.join(f'{side} {spec}' for side, spec in overridden)}]"
+
+
+#: the options that say what a system's position schemes are
+POSITION_OPTIONS = ("--encoder-pos", "--decoder-pos", "--cross-pos", "--max-relative-position")
+
+
+def effective_label(arch: str, train_args=()) -> str:
+    """The name of the system ``fairseq-train --arch ARCH TRAIN_ARGS…`` trains, for tables
+    and plots: ``arch`` when its position specs are the architecture's own, else ``arch``
+    followed by the sides that differ and their specs, in canonical form::
+
+        effective_label("transformer_abs", ["--encoder-pos", "alibi"])  # 'transformer_abs[encoder alibi]'
+        effective_label("transformer_rel", ["--max-relative-position", "8", "--lr", "1e-3"])
+        # 'transformer_rel[encoder shaw:k=8, decoder shaw:k=8]'
+
+    Sides are ``encoder``, ``decoder`` and ``cross`` (encoder-decoder attention).  Only
+    :data:`POSITION_OPTIONS` count (as ``--opt value`` or ``--opt=value``); other arguments are
+    ignored.  An unknown ``arch`` or a malformed spec raises ``ValueError`` naming it.  The label
+    holds spaces, brackets and spec characters (``:=,+``): quote it in a shell, and do not use
+    it as a file name."""
+    if arch != "relpos_transformer" and arch not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {arch!r}; expected relpos_transformer or one of "
+                         f"{', '.join(sorted(ARCHITECTURES))}")
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for option in POSITION_OPTIONS:
+        parser.add_argument(option, type=int if option == "--max-relative-position" else str)
+    try:
+        options, _ = parser.parse_known_args([str(arg) for arg in train_args])
+    except SystemExit:  # argparse's way of saying an option lacks its value
+        raise ValueError(f"train arguments {list(train_args)!r}: one of {', '.join(POSITION_OPTIONS)} has no "
+                         "valid value") from None
+    ARCH_CONFIG_REGISTRY[arch](options)
+    return _label(arch, _overridden_sides(arch, _specs(options)))
+
+
+def _table_note(model) -> str:
+    """Where a stack's position tables bound the inputs, the bound and the option that sets it."""
+    bounded = [f"{side} tables hold {stack.max_positions()} positions (--max-{kind}-positions at training time)"
+               for side, kind, stack in (("encoder", "source", model.encoder), ("decoder", "target", model.decoder))
+               if stack.max_positions() != UNBOUNDED_POSITIONS]
+    return "; " + ", ".join(bounded) if bounded else ""
+
+
+def _accept_any_length(task, model):
+    """fairseq's translation task refuses inputs longer than its --max-source/target-positions
+    (1024 by default) before any model sees them; here the options size position tables, so a
+    side without tables takes inputs of any length (unless --truncate-source asks to cut)."""
+    task_cfg = getattr(task, "cfg", None)
+    if task_cfg is None or getattr(task_cfg, "truncate_source", False):
+        return
+    for option, stack in (("max_source_positions", model.encoder), ("max_target_positions", model.decoder)):
+        if stack.max_positions() == UNBOUNDED_POSITIONS and getattr(task_cfg, option, None) is not None:
+            setattr(task_cfg, option, UNBOUNDED_POSITIONS)
 
 
 def build_standalone_model(arch: str, dictionary, **options) -> "RelPosTransformerModel":
@@ -163,6 +254,7 @@ def relpos_base_architecture(args):
     bounds the training lengths."""
     _default(args, "encoder_pos", "shaw")
     _default(args, "decoder_pos", args.encoder_pos)
+    _default(args, "cross_pos", "none")
     _default(args, "max_source_positions", 1024)
     _default(args, "max_target_positions", 1024)
     base_architecture(args)
@@ -201,23 +293,28 @@ ARCHITECTURES = {
     "transformer_huang2": "huang2",
     "transformer_huang3": "huang3",
     "transformer_huang4": "huang4",
-    "transformer_shape": "abs:shift=100",  # Kiyono et al. 2021
+    "transformer_shape": "abs+rand:shift=100",  # Kiyono et al. 2021
     "transformer_kerple_log": "kerple_log",  # Chi et al. 2022
     "transformer_kerple_power": "kerple_power",
     "transformer_sandwich": "sandwich",  # Chi et al. 2023
     "transformer_fire": "fire",  # Li et al. 2024
     "transformer_ssmax": "rope+ssmax",  # Nakanishi 2025, over RoPE as in the paper's models
+    "transformer_rand": "abs+rand:max=1024",  # Ruoss et al. 2023
+    "transformer_alibi_cross": "alibi",  # ALiBi in every attention, encoder-decoder too (Marian)
 }
+#: the architectures with positions in encoder-decoder attention: arch -> --cross-pos spec
+CROSS_ARCHITECTURES = {"transformer_alibi_cross": "alibi"}
 
 
-def _preset(spec):
+def _preset(spec, cross_spec):
     def architecture(args):
         _default(args, "encoder_pos", spec)
         _default(args, "decoder_pos", spec)
+        _default(args, "cross_pos", cross_spec)
         relpos_base_architecture(args)
 
     return architecture
 
 
 for _arch, _spec in ARCHITECTURES.items():
-    register_model_architecture("relpos_transformer", _arch)(_preset(_spec))
+    register_model_architecture("relpos_transformer", _arch)(_preset(_spec, CROSS_ARCHITECTURES.get(_arch, "none")))

@@ -2,7 +2,8 @@
 
 Parameter names follow fairseq's Transformer layers (``self_attn``, ``encoder_attn``,
 ``fc1``, ``fc2``, ``*_layer_norm``).  Encoder-decoder attention is fairseq's own
-``MultiheadAttention``: it never carries position terms (docs/positions.md).
+``MultiheadAttention`` unless ``--cross-pos`` gives it position schemes
+(docs/positions.md).
 """
 from typing import Callable, Optional
 
@@ -10,8 +11,8 @@ from fairseq import utils
 from fairseq.modules import FairseqDropout, LayerNorm, MultiheadAttention
 from torch import Tensor, nn
 
-from ..positions.base import AttentionScheme, IncrementalState, PassMemo
-from .attention import RelPosSelfAttention
+from ..positions.base import AttentionScheme, IncrementalState, PassMemo, Positions
+from .attention import RelPosCrossAttention, RelPosSelfAttention
 
 
 class FeedForward(nn.Module):
@@ -57,13 +58,16 @@ class RelPosEncoderLayer(nn.Module):
         self.ffn = FeedForward(embed_dim, cfg.encoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
         self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
 
-    def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor]) -> Tensor:  # T x B x C
-        x = self.self_attn_block(x, lambda h: self.self_attn(h, encoder_padding_mask)[0])
+    def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor],
+                token_positions: Optional[Positions] = None) -> Tensor:  # T x B x C
+        x = self.self_attn_block(
+            x, lambda h: self.self_attn(h, encoder_padding_mask, key_positions=token_positions)[0])
         return self.ffn_block(x, self.ffn)
 
 
 class RelPosDecoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo):
+    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo,
+                 cross_positions: Optional[AttentionScheme] = None, cross_memo: Optional[PassMemo] = None):
         super().__init__()
         embed_dim = cfg.decoder.embed_dim
         normalize_before = cfg.decoder.normalize_before
@@ -71,14 +75,20 @@ class RelPosDecoderLayer(nn.Module):
             embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
-        self.encoder_attn = MultiheadAttention(
-            embed_dim,
-            cfg.decoder.attention_heads,
-            kdim=cfg.encoder.embed_dim,
-            vdim=cfg.encoder.embed_dim,
-            dropout=cfg.attention_dropout,
-            encoder_decoder_attention=True,
-        )
+        if cross_positions is None:
+            self.encoder_attn = MultiheadAttention(
+                embed_dim,
+                cfg.decoder.attention_heads,
+                kdim=cfg.encoder.embed_dim,
+                vdim=cfg.encoder.embed_dim,
+                dropout=cfg.attention_dropout,
+                encoder_decoder_attention=True,
+            )
+        else:
+            self.encoder_attn = RelPosCrossAttention(
+                embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, cross_positions,
+                memo=cross_memo, kdim=cfg.encoder.embed_dim,
+            )
         self.encoder_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.ffn = FeedForward(embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
         self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
@@ -91,9 +101,11 @@ class RelPosDecoderLayer(nn.Module):
         self_attn_padding_mask: Optional[Tensor] = None,  # B x Tq
         incremental_state: IncrementalState = None,
         need_head_weights: bool = False,  # return cross-attention weights, H x B x Tq x Ts
+        token_positions: Optional[Positions] = None,  # of the target's tokens so far (self-attention's keys)
     ):
         x = self.self_attn_block(
-            x, lambda h: self.self_attn(h, self_attn_padding_mask, incremental_state)[0]
+            x, lambda h: self.self_attn(h, self_attn_padding_mask, incremental_state,
+                                        key_positions=token_positions)[0]
         )
         cross_attn = None
 

@@ -11,7 +11,8 @@ A scheme is one module in this folder that registers itself::
 
 Importing this package imports every module in it, so adding a scheme means adding one
 file.  A position *spec* names what one stack uses: ``none``, or schemes joined by ``+``,
-each with optional settings: ``abs+shaw:k=8``, ``rope+alibi``, ``t5:buckets=32,max_distance=128``.
+each with optional settings: ``abs+shaw:k=8``, ``rope+alibi``, ``t5:buckets=32,max_distance=128``,
+``abs+rand:max=1024``.
 """
 import dataclasses
 import importlib
@@ -23,20 +24,26 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from torch import nn
 
-from .base import AttentionScheme, AttentionSpan, InputScheme, PositionScheme, StackContext, spec_text
+from .base import (AttentionScheme, AttentionSpan, InputScheme, PositionScheme, Positions, StackContext,
+                   TrainingPositions, spec_text)
 
 SCHEMES: Dict[str, type] = {}
 NO_POSITIONS = "none"
+SCHEME_KINDS = (TrainingPositions, InputScheme, AttentionScheme)
+#: settings that moved to another scheme, still read where they were: SHAPE's shift, which
+#: the first releases spelt ``abs:shift=K``, is ``rand:shift=K``
+MOVED_SETTINGS = {("abs", "shift"): "rand"}
 
 
 def register_scheme(name: str):
-    """Class decorator: registers an InputScheme or AttentionScheme subclass under ``name``."""
+    """Class decorator: registers an InputScheme, AttentionScheme or TrainingPositions
+    subclass under ``name``."""
 
     def register(cls):
         if name in SCHEMES or name == NO_POSITIONS:
             raise ValueError(f"position scheme {name!r} is registered twice")
-        if not issubclass(cls, (InputScheme, AttentionScheme)):
-            raise TypeError(f"{cls.__name__} is neither an InputScheme nor an AttentionScheme")
+        if not issubclass(cls, SCHEME_KINDS):
+            raise TypeError(f"{cls.__name__} is none of {', '.join(kind.__name__ for kind in SCHEME_KINDS)}")
         SCHEMES[name] = cls
         cls.name = name
         return cls
@@ -71,9 +78,9 @@ class SchemeChain(AttentionScheme):
         limits = [scheme.max_positions() for scheme in self.schemes.values()]
         return min((limit for limit in limits if limit is not None), default=None)
 
-    def rotate(self, x, start, memo):
+    def rotate(self, x, span):
         for scheme in self.schemes.values():
-            x = scheme.rotate(x, start, memo)
+            x = scheme.rotate(x, span)
         return x
 
     def transform_logits(self, logits, q, k, span):
@@ -124,7 +131,7 @@ class PositionSpec:
         (``--max-relative-position K`` is ``{"k": K}``)."""
         if text is None or not text.strip():
             raise ValueError(f"{option}: empty position spec; expected 'none' or {_expected()}")
-        parts = [part.strip() for part in text.split("+")]
+        parts = _move_settings([part.strip() for part in text.split("+")], option, text)
         if parts == [NO_POSITIONS]:
             return cls(())
         schemes, families = [], {}
@@ -141,13 +148,32 @@ class PositionSpec:
                                  f"{text!r}: both are {_family_words(family)}")
             families[family] = name
             schemes.append((name, _parse_settings(scheme, assignments, option, legacy_defaults or {})))
+        if "training_positions" in families and not any(SCHEMES[name].reads_positions for name, _ in schemes
+                                                        if not issubclass(SCHEMES[name], TrainingPositions)):
+            raise ValueError(f"{option}: {families['training_positions']} in {text!r} changes nothing: no scheme "
+                             "there reads positions (lstm reads the order of the tokens)")
         return cls(tuple(schemes))
+
+    @classmethod
+    def parse_across(cls, text: Optional[str], option: str = "--cross-pos") -> "PositionSpec":
+        """A spec for encoder-decoder attention: attention schemes that apply across sequences."""
+        spec = cls.parse(text, option)
+        across = sorted(name for name, scheme in SCHEMES.items() if getattr(scheme, "applies_across", False))
+        for name, _ in spec.schemes:
+            if not getattr(SCHEMES[name], "applies_across", False):
+                raise ValueError(f"{option}: {name} does not apply to encoder-decoder attention, whose queries and "
+                                 f"keys belong to different sequences; expected 'none' or {', '.join(across)}")
+        return spec
 
     def __str__(self):
         return "+".join(spec_text(name, settings) for name, settings in self.schemes) or NO_POSITIONS
 
     def _of_kind(self, kind) -> List[Tuple[str, Any]]:
         return [(name, settings) for name, settings in self.schemes if issubclass(SCHEMES[name], kind)]
+
+    def build_training_positions(self, context: StackContext) -> Optional[TrainingPositions]:
+        drawn = self._of_kind(TrainingPositions)  # at most one: they share a family
+        return SCHEMES[drawn[0][0]](drawn[0][1], context) if drawn else None
 
     def build_input(self, context: StackContext) -> Optional[InputScheme]:
         inputs = self._of_kind(InputScheme)  # at most one: they share the "input" family
@@ -167,6 +193,7 @@ class PositionSpec:
 
 FAMILY_WORDS = {
     "input": "input schemes (a stack has one)",
+    "training_positions": "training positions (one rand says them all: rand:max=N,shift=K)",
     "shaw": "Shaw schemes (one of them, with its settings, says it)",
     "logit_transform": "multiplicative logit schemes (their order would be arbitrary)",
 }
@@ -179,6 +206,31 @@ def _family_words(family: str) -> str:
 def _expected() -> str:
     return (f"schemes joined by '+' from {', '.join(sorted(SCHEMES))}, each optionally with "
             "settings as NAME:key=value,key=value")
+
+
+def _move_settings(parts: List[str], option: str, text: str) -> List[str]:
+    """``parts`` with each setting of :data:`MOVED_SETTINGS` moved to the scheme that has it
+    now (dropped where it says that scheme's default)."""
+    kept_parts, moved = [], {}
+    for part in parts:
+        name, colon, assignments = part.partition(":")
+        kept = []
+        for assignment in filter(None, (a.strip() for a in assignments.split(","))):
+            key, _, raw = (s.strip() for s in assignment.partition("="))
+            target = MOVED_SETTINGS.get((name.strip(), key))
+            if target is None:
+                kept.append(assignment)
+                continue
+            field = next(f for f in dataclasses.fields(SCHEMES[target].Settings) if f.name == key)
+            if _convert(target, field, raw, option) != field.default:
+                moved.setdefault(target, []).append(assignment)
+        kept_parts.append(name + (colon + ",".join(kept) if kept else ""))
+    for target, assignments in moved.items():
+        if any(part.partition(":")[0].strip() == target for part in kept_parts):
+            raise ValueError(f"{option}: {', '.join(assignments)} in {text!r} is {target}'s setting, and {target} is "
+                             f"there too: say it once, as {target}:{','.join(assignments)}")
+        kept_parts.append(f"{target}:{','.join(assignments)}")
+    return kept_parts
 
 
 def _parse_settings(scheme, assignments: str, option: str, legacy_defaults: Dict[str, Any]):
@@ -241,5 +293,6 @@ for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["AttentionScheme", "AttentionSpan", "InputScheme", "PositionScheme", "PositionSpec",
-           "SCHEMES", "SchemeChain", "StackContext", "register_scheme", "scheme_names", "sharing"]
+__all__ = ["AttentionScheme", "AttentionSpan", "InputScheme", "PositionScheme", "PositionSpec", "Positions",
+           "SCHEMES", "SchemeChain", "StackContext", "TrainingPositions", "register_scheme", "scheme_names",
+           "sharing"]

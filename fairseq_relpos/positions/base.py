@@ -3,13 +3,16 @@
 A scheme acts at one or more of these points (``docs/positions.md`` has every scheme's
 equation and which points it uses):
 
+* **training positions** (:class:`TrainingPositions`): decides where the tokens of a
+  training sequence sit (``rand``: Ruoss et al.'s randomized positions and SHAPE's shift);
+  at inference, and without such a scheme, the tokens of a sequence sit at ``0 … n-1``;
 * **input** (:class:`InputScheme`): changes the scaled token embeddings before the first
   layer (``abs``, ``abs_learned``, ``lstm``);
-* **inside one self-attention layer** (:class:`AttentionScheme`), in the order the
-  attention module calls them:
+* **inside one attention layer** (:class:`AttentionScheme`), in the order the attention
+  module calls them:
 
-  1. :meth:`~AttentionScheme.rotate` queries and keys at their absolute positions, before
-     the keys enter the decoding cache (``rope``);
+  1. :meth:`~AttentionScheme.rotate` queries and keys at their positions, before the keys
+     enter the decoding cache (``rope``);
   2. :meth:`~AttentionScheme.transform_logits`: rewrite the content logits ``q·k``
      (multiplicative schemes: ``huang1`` … ``huang3``);
   3. :meth:`~AttentionScheme.logit_bias`: add to the logits knowing q, k and positions
@@ -19,11 +22,14 @@ equation and which points it uses):
   5. :meth:`~AttentionScheme.value_term`: add to the output through the attention
      probabilities (``shaw``'s ``a^V``).
 
-A scheme declares its settings as a dataclass (``Settings``) with defaults; a spec sets them
-as ``name:key=value,…``.  Self-attention numbers its keys ``0 … k_len-1`` and its queries
+Positions are an explicit input (:class:`Positions`), the same for every scheme of a stack:
+input schemes read each token's position, attention schemes read them through the
+:class:`AttentionSpan` of a call (its distances, its positions).  A scheme declares its
+settings as a dataclass (``Settings``) with defaults; a spec sets them as
+``name:key=value,…``.  Self-attention numbers its keys ``0 … k_len-1`` and its queries
 ``q_start … k_len-1``: a full pass has ``q_start = 0``, an incremental step that adds
 ``q_len`` tokens to a cache of ``q_start`` keys numbers them the same way, so a scheme never
-needs to know which case it is in.  Distances are ``j - i``, key minus query.
+needs to know which case it is in.  Distances are ``p_j - p_i``, key minus query.
 """
 import dataclasses
 import math
@@ -45,6 +51,7 @@ class StackContext:
     num_layers: int
     causal: bool  # decoder self-attention: a query never sees later keys
     max_positions: int  # --max-source/target-positions: the size of position-indexed tables
+    cross: bool = False  # encoder-decoder attention (--cross-pos): target queries, source keys
 
     @property
     def head_dim(self) -> int:
@@ -52,6 +59,8 @@ class StackContext:
 
     @property
     def side(self) -> str:
+        if self.cross:
+            return "encoder-decoder attention"
         return "decoder" if self.causal else "encoder"
 
 
@@ -88,9 +97,58 @@ class PassMemo:
         return self._values[key]
 
 
+@dataclasses.dataclass(frozen=True)
+class Positions:
+    """Where the tokens of a batch sit: column ``c`` of row ``b`` at ``columns[c] + row_shift[b]``.
+
+    The columns are shared by the rows, so that the distances ``columns[j] - columns[i]`` are
+    one ``Tq x Tk`` index for the whole batch; what differs between rows is a constant, which
+    no distance sees: SHAPE's offset, and the left padding of a source (a row's first real
+    token takes the batch's first position, so padding never moves a position).
+    """
+
+    columns: Tensor  # T, long, strictly increasing
+    row_shift: Optional[Tensor] = None  # B x 1, long; None: 0 for every row
+    start: Optional[int] = 0  # columns are start, start+1, …; None: drawn, read them
+
+    @classmethod
+    def counting(cls, length: int, device, padding_mask: Optional[Tensor] = None) -> "Positions":
+        """``0 … length-1``, each row's first real token (after ``padding_mask``'s left
+        padding, B x length) at 0: the positions of every sequence at inference."""
+        return cls.of_batch(torch.arange(length, device=device), padding_mask, None, start=0)
+
+    @classmethod
+    def of_batch(cls, columns: Tensor, padding_mask: Optional[Tensor], offsets: Optional[Tensor],
+                 start: Optional[int] = None) -> "Positions":
+        """``columns`` for the batch, moved in each row by its ``offsets`` (B x 1) and so that
+        the row's first real token sits at ``columns[0]``."""
+        shift = offsets
+        if padding_mask is not None and padding_mask[:, 0].any():
+            leading_pads = padding_mask.long().cumprod(dim=1).sum(dim=1, keepdim=True)  # B x 1
+            first_token = leading_pads.clamp(max=columns.numel() - 1)
+            padding_shift = columns[0] - columns[first_token]  # B x 1
+            shift = padding_shift if shift is None else shift + padding_shift
+        return cls(columns, shift, start)
+
+    def sliced(self, first: int) -> "Positions":
+        """The positions of columns ``first …``."""
+        return Positions(self.columns[first:], self.row_shift, None if self.start is None else self.start + first)
+
+    def rows(self, padding_mask: Optional[Tensor] = None) -> Tensor:
+        """Each token's position, B|1 x T; 0 at padding, where ``padding_mask`` (B x T) says."""
+        positions = self.columns.unsqueeze(0)
+        if self.row_shift is not None:
+            positions = positions + self.row_shift
+        return positions if padding_mask is None else positions.masked_fill(padding_mask, 0)
+
+
 @dataclasses.dataclass
 class AttentionSpan:
-    """Where the queries and keys of one self-attention call sit, and the pass's memo."""
+    """Where the queries and keys of one attention call sit, and the pass's memo.
+
+    ``keys`` defaults to ``0 … k_len-1`` (after the left padding of ``key_padding_mask``) and
+    ``queries`` to the keys' from ``q_start`` on, as in self-attention; encoder-decoder
+    attention gives both (target queries, source keys)."""
 
     q_start: int
     q_len: int
@@ -99,6 +157,14 @@ class AttentionSpan:
     key_padding_mask: Optional[Tensor]  # B x Tk, True at padding
     device: torch.device
     memo: PassMemo
+    keys: Optional[Positions] = None
+    queries: Optional[Positions] = None
+
+    def __post_init__(self):
+        if self.keys is None:
+            self.keys = Positions.counting(self.k_len, self.device, self.key_padding_mask)
+        if self.queries is None:
+            self.queries = self.keys.sliced(self.q_start)
 
     def once(self, key: Hashable, build: Callable[[], Any]) -> Any:
         """``build()`` for this call's queries and keys, built by the first layer of the pass
@@ -107,29 +173,55 @@ class AttentionSpan:
         return self.memo.get((key, self.q_start, self.q_len, self.k_len), build)
 
     def distances(self, lowest: int, highest: int) -> Tensor:
-        """``clip(j - i, lowest, highest) - lowest`` for every (query, key): a ``Tq x Tk``
+        """``clip(p_j - p_i, lowest, highest) - lowest`` for every (query, key): a ``Tq x Tk``
         index into a table whose rows hold the distances ``lowest … highest``."""
+        self._require_shared_rows("distances")
 
         def build():
-            queries = torch.arange(self.q_start, self.q_start + self.q_len, device=self.device)
-            keys = torch.arange(self.k_len, device=self.device)
-            distance = keys.unsqueeze(0) - queries.unsqueeze(1)  # Tq x Tk
+            distance = self.keys.columns.unsqueeze(0) - self.queries.columns.unsqueeze(1)  # Tq x Tk
             return distance.clamp(lowest, highest) - lowest
 
         return self.once(("distances", lowest, highest), build)
 
-    def key_token_positions(self) -> Tensor:
-        """Each key's position among the real tokens of its row (B|1 x Tk): padding, which
-        fairseq puts on the left of sources, takes no position."""
-        if self.key_padding_mask is None:
-            return torch.arange(self.k_len, device=self.device).unsqueeze(0)
-        return self.memo.get(("key_positions", self.k_len), lambda: token_positions(self.key_padding_mask, 0))
+    def distance_range(self) -> Tuple[int, int]:
+        """The lowest and the highest ``p_j - p_i`` of any (query, key) pair a query may
+        attend to (causal attention: no positive distance)."""
+        self._require_shared_rows("distance_range")
+        queries, keys = self.queries, self.keys
+        if queries.start is not None and keys.start is not None:
+            lowest = keys.start - (queries.start + self.q_len - 1)
+            highest = keys.start + self.k_len - 1 - queries.start
+        else:  # drawn positions (training): read the ends of the columns, once per pass
+            lowest, highest = self.once("distance_range", lambda: (
+                torch.stack([keys.columns[0] - queries.columns[-1], keys.columns[-1] - queries.columns[0]]).tolist()))
+        return lowest, 0 if self.causal else highest
 
     def longest_distance(self) -> int:
-        """The largest ``|j - i|`` any real (unmasked) query-key pair of this call has."""
-        backwards = self.q_start + self.q_len - 1  # last query to first key
-        forwards = 0 if self.causal else self.k_len - 1 - self.q_start  # first query to last key
-        return max(backwards, forwards)
+        """The largest ``|p_j - p_i|`` any real (unmasked) query-key pair of this call has."""
+        lowest, highest = self.distance_range()
+        return max(-lowest, highest)
+
+    def relative_positions(self) -> Tensor:
+        """``p_j - p_i`` for every (query, key), B|1 x Tq x Tk: one for the batch where queries
+        and keys are positions of the same rows (self-attention), one per row where they are
+        not (target queries, left-padded source keys)."""
+
+        def build():
+            if self.queries.row_shift is self.keys.row_shift:
+                return (self.keys.columns.unsqueeze(0) - self.queries.columns.unsqueeze(1)).unsqueeze(0)
+            return self.keys.rows().unsqueeze(1) - self.queries.rows().unsqueeze(2)
+
+        return self.once("relative_positions", build)
+
+    def key_token_positions(self) -> Tensor:
+        """Each key's position (B|1 x Tk); padding, which fairseq puts on the left of
+        sources, takes none (0)."""
+        return self.once("key_positions", lambda: self.keys.rows(self.key_padding_mask))
+
+    def _require_shared_rows(self, what: str):
+        if self.queries.row_shift is not self.keys.row_shift:
+            raise ValueError(f"AttentionSpan.{what}: queries and keys of this call are positions in different "
+                             "sequences, whose distances differ by row; read relative_positions()")
 
 
 class PositionScheme(nn.Module):
@@ -139,6 +231,8 @@ class PositionScheme(nn.Module):
     Settings = NoSettings
     #: schemes of one family exclude each other in a spec (e.g. two input schemes)
     family: Optional[str] = None
+    #: whether the scheme reads the tokens' positions (a scheme that reads only their order does not)
+    reads_positions = True
 
     def __init__(self, settings, context: StackContext):
         super().__init__()
@@ -162,19 +256,51 @@ class InputScheme(PositionScheme):
         self,
         x: Tensor,  # B x T x C
         padding_mask: Tensor,  # B x T, True at padding
-        start: int = 0,  # tokens of this sequence already processed (incremental decoding)
+        positions: Optional[Tensor] = None,  # B|1 x T, each token's; None: counting the row's tokens from 0
         incremental_state: IncrementalState = None,
     ) -> Tensor:  # B x T x C
         raise NotImplementedError
 
+    @staticmethod
+    def token_positions(padding_mask: Tensor, positions: Optional[Tensor]) -> Tensor:
+        """``positions``, or where none are given those of a sequence at inference."""
+        if positions is None:
+            positions = Positions.counting(padding_mask.size(1), padding_mask.device, padding_mask).rows()
+        return positions.masked_fill(padding_mask, 0)  # B x T
+
+
+class TrainingPositions(PositionScheme):
+    """Decides where the tokens of a training sequence sit; at inference, and in cached
+    decoding, tokens sit at ``0 … n-1``.  Every other scheme of the stack reads the
+    positions it draws."""
+
+    family = "training_positions"
+
+    def draw(self, batch_size: int, length: int, device) -> Tuple[Tensor, Optional[Tensor], Optional[int]]:
+        """The batch's column positions (``length``, increasing), each row's offset (B x 1,
+        or None) and the first column's position where the columns are consecutive (None
+        where they are not)."""
+        raise NotImplementedError
+
+    def reach(self) -> Optional[int]:
+        """A bound on the positions drawn (each below it), where one holds for every length."""
+        return None
+
+    def positions(self, padding_mask: Tensor) -> Positions:
+        columns, offsets, start = self.draw(padding_mask.size(0), padding_mask.size(1), padding_mask.device)
+        return Positions.of_batch(columns, padding_mask, offsets, start)
+
 
 class AttentionScheme(PositionScheme):
-    """Position terms of one self-attention layer; every default adds nothing."""
+    """Position terms of one attention layer; every default adds nothing."""
 
     #: whether :meth:`transform_logits` / :meth:`value_term` do anything: either needs the
     #: explicit softmax, so attention cannot go through the fused kernel
     transforms_logits = False
     has_value_term = False
+    #: whether the scheme serves encoder-decoder attention (``--cross-pos``): it reads the
+    #: span's positions or counts its keys, never distances within one sequence
+    applies_across = False
 
     @classmethod
     def build_layers(cls, settings, context: StackContext) -> List["AttentionScheme"]:
@@ -183,7 +309,7 @@ class AttentionScheme(PositionScheme):
             return [cls(settings, context)] * context.num_layers
         return [cls(settings, context) for _ in range(context.num_layers)]
 
-    def rotate(self, x: Tensor, start: int, memo: PassMemo) -> Tensor:  # B x H x T x dh at start…
+    def rotate(self, x: Tensor, span: AttentionSpan) -> Tensor:  # B x H x Tq x dh, the call's new tokens
         return x
 
     def transform_logits(
@@ -236,8 +362,8 @@ def reached_rows(span: "AttentionSpan", lowest: int, highest: int) -> Tuple[slic
     """For a table whose rows hold the distances ``lowest … highest`` (clipped beyond): the
     rows this call reaches, and every (query, key) pair's row among them (``Tq x Tk``), so
     that products with the table cost what the input needs, not what the table holds."""
-    longest = span.longest_distance()
-    first, last = max(lowest, -longest), min(highest, longest)
+    first, last = span.distance_range()
+    first, last = max(lowest, first), min(highest, last)
     return slice(first - lowest, last - lowest + 1), span.distances(first, last)
 
 
@@ -249,13 +375,6 @@ def xavier_per_head(table: Tensor) -> Tensor:
     for head_table in table.data.view(-1, *table.shape[-2:]):
         nn.init.xavier_uniform_(head_table)
     return table
-
-
-def token_positions(padding_mask: Tensor, start: int) -> Tensor:
-    """Position of each token among the non-padding tokens of its row, counting from
-    ``start``; padding wherever it sits (fairseq left-pads sources) takes position 0."""
-    is_token = (~padding_mask).long()  # B x T
-    return (torch.cumsum(is_token, dim=1) - 1 + start) * is_token
 
 
 def sinusoids(positions: Tensor, dim: int, spectrum_dim: Optional[int] = None) -> Tensor:

@@ -22,7 +22,7 @@ class FIRE(AttentionScheme):
     in ``[0, 1]``.  Encoder: a key after the query is normalised by the tokens after the
     query instead, and its input is negated, so inputs lie in ``[-1, 1]`` and the MLP tells
     the two sides apart.  Positions count the real tokens of a row: left padding changes
-    nothing.
+    nothing; a stack with ``rand`` reads its drawn positions instead while training.
 
     The input depends on the query's position, not on the distance alone, so the MLP runs on
     every (query, key) pair, in chunks of queries of at most ``pairwise_chunk_elements``
@@ -57,9 +57,10 @@ class FIRE(AttentionScheme):
         return span.once(id(self), lambda: self._bias(span)).to(q.dtype)
 
     def _bias(self, span):
-        distance = signed_distances(span).float()  # Tq x Tk, j - i
-        positions = span.key_token_positions()  # B|1 x Tk: tokens before each key
-        before = positions[:, span.q_start:].unsqueeze(-1).float()  # B|1 x Tq x 1: tokens before each query
+        distance = signed_distances(span).float()  # B|1 x Tq x Tk, p_j - p_i
+        # a position counts the tokens before it (at inference; drawn ones while training with rand)
+        positions = span.key_token_positions()  # B|1 x Tk
+        before = positions[:, span.q_start:].unsqueeze(-1).float()  # B|1 x Tq x 1: the queries' positions
         if span.causal:
             context = before
         else:

@@ -66,9 +66,10 @@ class _KernelBias(AttentionScheme):
     def logit_bias(self, q, k, span):
         r1 = bounded(self.r1.float(), LOWEST)
         r2 = bounded(self.r2.float(), LOWEST, self.r2_highest)
-        # in float32: |j - i|^2 of a few hundred tokens overflows float16
-        kernel = self.kernel(absolute_distances(span).float(), r1, r2).clamp(max=HIGHEST_KERNEL)  # H x Tq x Tk
-        return -kernel.unsqueeze(0).to(q.dtype)  # 1 x H x Tq x Tk
+        # in float32: |p_j - p_i|^2 of a few hundred tokens overflows float16
+        distance = absolute_distances(span).unsqueeze(1).float()  # B|1 x 1 x Tq x Tk
+        kernel = self.kernel(distance, r1, r2).clamp(max=HIGHEST_KERNEL)  # B|1 x H x Tq x Tk
+        return -kernel.to(q.dtype)
 
     @staticmethod
     def kernel(distance, r1, r2):

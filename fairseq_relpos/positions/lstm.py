@@ -16,6 +16,8 @@ from .base import InputScheme
 @register_scheme("lstm")
 @with_incremental_state
 class LSTMPositions(InputScheme):
+    reads_positions = False
+
     def __init__(self, settings, context):
         super().__init__(settings, context)
         bidirectional = not context.causal
@@ -26,7 +28,7 @@ class LSTMPositions(InputScheme):
             context.embed_dim, hidden, num_layers=1, batch_first=True, bidirectional=bidirectional
         )
 
-    def forward(self, x, padding_mask, start=0, incremental_state=None):
+    def forward(self, x, padding_mask, positions=None, incremental_state=None):
         state = self._get_state(incremental_state)
         if not padding_mask.any():
             output, new_state = self.lstm(x, state)

@@ -11,14 +11,14 @@ from .base import AttentionSpan
 
 
 def signed_distances(span: AttentionSpan) -> Tensor:
-    """``j - i`` of every (query, key) of the call (``Tq x Tk``, long), unclipped for every
-    pair a query may attend to."""
-    longest = span.longest_distance()
-    return span.once("signed distances", lambda: span.distances(-longest, longest) - longest)
+    """``p_j - p_i`` of every (query, key) of the call (``B|1 x Tq x Tk``, long, unclipped):
+    the span's positions, drawn ones (``rand``) too; one for the batch in self-attention,
+    one per row across sequences (``--cross-pos``)."""
+    return span.relative_positions()
 
 
 def absolute_distances(span: AttentionSpan) -> Tensor:
-    """``|j - i|`` of every (query, key) of the call (``Tq x Tk``, long)."""
+    """``|p_j - p_i|`` of every (query, key) of the call (``B|1 x Tq x Tk``, long)."""
     return span.once("absolute distances", lambda: signed_distances(span).abs())
 
 

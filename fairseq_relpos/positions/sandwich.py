@@ -47,6 +47,6 @@ class Sandwich(AttentionScheme):
         def build():
             distance = torch.arange(span.longest_distance() + 1, device=span.device, dtype=torch.float32)  # R
             inner = torch.cos(distance.unsqueeze(1) * self.frequencies).sum(-1) - self.half_dim  # R
-            return (inner[absolute_distances(span)] * self.head_scales).unsqueeze(0)  # 1 x H x Tq x Tk
+            return inner[absolute_distances(span)].unsqueeze(1) * self.head_scales  # B|1 x H x Tq x Tk
 
         return span.once(self.name, build).to(q.dtype)

@@ -58,9 +58,11 @@ class AbsoluteScalar(AttentionScheme):
         return self.context.max_positions
 
     def logit_bias(self, q, k, span):
-        check_table(self, span.k_len, self.context.max_positions, f"a sequence of {span.k_len} tokens", "positions",
-                    "absolute positions cannot extrapolate to longer inputs")
         key_positions = span.key_token_positions()  # B|1 x Tk
+        counted = span.keys.start == 0 and span.keys.row_shift is None  # 0 … k_len-1
+        needed = span.k_len if counted else span.once("positions_needed", lambda: int(key_positions.max()) + 1)
+        check_table(self, needed, self.context.max_positions, f"position {needed - 1}", "positions",
+                    "absolute positions cannot extrapolate to longer inputs")
         query_positions = key_positions[:, span.q_start:]  # B|1 x Tq
         key_rows = self.table[:, key_positions].transpose(0, 1)  # B|1 x H|1 x Tk x dh
         query_rows = self.table[:, query_positions].transpose(0, 1)  # B|1 x H|1 x Tq x dh

@@ -15,7 +15,8 @@ from .base import AttentionScheme, AttentionSpan
 
 def attended_keys(span: AttentionSpan) -> Tensor:  # B|1 x Tq
     """How many keys each query may attend to: the real (unpadded) keys of its row, in the
-    decoder only those up to the query; at least 1, so that a padded query's log stays 0."""
+    decoder's self-attention only those up to the query; at least 1, so that a padded
+    query's log stays 0.  Counted by index, not position: drawn positions keep the order."""
     if span.key_padding_mask is None:
         if span.causal:
             return torch.arange(span.q_start + 1, span.q_start + span.q_len + 1, device=span.device).unsqueeze(0)
@@ -31,7 +32,12 @@ def attended_keys(span: AttentionSpan) -> Tensor:  # B|1 x Tq
 @register_scheme("ssmax")
 class ScalableSoftmax(AttentionScheme):
     """A decoding step counts the keys the teacher-forced pass counts for the same query, so
-    cached decoding and beam search are unchanged by it."""
+    cached decoding and beam search are unchanged by it.  It counts keys and reads no
+    position, so it serves encoder-decoder attention too (``--cross-pos ssmax``, ``n`` the
+    real tokens of the source), and drawn training positions (``rand``) change nothing in it."""
+
+    reads_positions = False
+    applies_across = True
 
     @dataclass(frozen=True)
     class Settings:

@@ -53,8 +53,7 @@ class T5Bias(AttentionScheme):
         return offset + torch.where(magnitude < exact, magnitude, logarithmic)
 
     def logit_bias(self, q, k, span):
-        lowest = -(span.q_start + span.q_len - 1)
-        highest = 0 if span.causal else span.k_len - 1 - span.q_start
+        lowest, highest = span.distance_range()
 
         def build():
             per_distance = self.table[self.bucket(torch.arange(lowest, highest + 1, device=span.device))]  # R x H|1

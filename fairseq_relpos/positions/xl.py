@@ -36,8 +36,7 @@ class TransformerXLPositions(AttentionScheme):
     def logit_bias(self, q, k, span):
         heads, head_dim = self.context.num_heads, self.context.head_dim
         scaling = head_dim ** -0.5  # q arrives scaled; u, v and k do not
-        lowest = -(span.q_start + span.q_len - 1)
-        highest = 0 if span.causal else span.k_len - 1 - span.q_start
+        lowest, highest = span.distance_range()
         query_minus_key = -torch.arange(lowest, highest + 1, device=q.device)  # R
         encoding = sinusoids(query_minus_key, self.context.embed_dim).to(q.dtype)  # R x d
         position_keys = self.position_proj(encoding).view(-1, heads, head_dim).transpose(0, 1)  # H x R x dh
