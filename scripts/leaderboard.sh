@@ -37,7 +37,7 @@
 #                      around the demo's 3e-3, a factor of about 3 apart; --quick: 3e-3)
 #   --validate-every N dev evaluations every N updates (default 200)
 #   --patience N       stop after N evaluations without a lower dev loss (default 5)
-#   --updates N        the cap on updates per training (default 3000)
+#   --updates N        the cap on updates per training (default 6000)
 #   --data synthetic|tatoeba  the demo's pair (default) or Tatoeba German->English, prepared
 #                      from --from FILE (deu.txt or deu-eng.zip) or --download as
 #                      prepare-tatoeba.sh does, with the Tatoeba model (3+3 layers of width
