@@ -687,7 +687,8 @@ class LocalExecutor:
 
         def start_ready():
             nonlocal free_cpus
-            for step in list(waiting):
+            # trainings first: they are the long steps, and the short ones fill the gaps
+            for step in sorted(waiting, key=lambda s: not s.in_place):
                 culprit = failed_upstream(step)
                 if culprit is not None and not step.after_failures:
                     waiting.remove(step)

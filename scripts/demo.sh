@@ -31,7 +31,7 @@
 #   --systems LIST       comma-separated architectures, the first is the baseline (default
 #                        transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos)
 #   --train-limit N      longest training pair, in subword tokens (default 50)
-#   --updates N          training updates per system (default 2500)
+#   --updates N          training updates per system (default 2300)
 #   --quick              a smaller, faster run (fewer sentences and updates) for CI; its
 #                        numbers show nothing
 #   --seed N             seed of the corpus and of training (default 1)
