@@ -189,7 +189,9 @@ def refuse_unless_ours(folder: Path, old_marker: str) -> None:
 # the steps
 # ----------------------------------------------------------------------------------------
 def toy_steps(run: DemoRun) -> List[Step]:
-    args = toy_parser().parse_args([*run.data_args(), "--threads", str(run.threads), "--dev-within-limit"])
+    # one worker per step: the data is too small for parallel tools, and the steps themselves
+    # run side by side
+    args = toy_parser().parse_args([*run.data_args(), "--threads", "1", "--dev-within-limit"])
     p = toy_preparation(args, run.data, on_change="redo")
     prep = prepared_view(p)
     return merged(preparation_steps(p),
