@@ -334,8 +334,8 @@ def tatoeba_main(argv: Sequence[str]) -> int:
                             f"{arch}-{hashlib.sha1(labels[arch].encode()).hexdigest()[:8]}") for arch in args.systems}
     for arch in args.systems:
         refuse_unless_ours(folders[arch], "train.done")
-    jobs = [Job("prepare", [*preparation_steps(p), *testsets_graph(
-        prepared_view(p), TATOEBA_SETS, lambda name: p.fetcher.testset(p, name), p.threads)], kind="prepare")]
+    jobs = [Job("prepare", merged(preparation_steps(p), testsets_graph(
+        prepared_view(p), TATOEBA_SETS, lambda name: p.fetcher.testset(p, name), p.threads)), kind="prepare")]
     for arch in args.systems:
         save = folders[arch]
         training = train_options(

@@ -610,10 +610,11 @@ def toy(tmp_path_factory):
     run(prepare)
     run(["bash", SCRIPTS / "build-test-sets.sh", "--work-dir", work, "--threads", "1"])
     save = root / "abs model"
-    # inverse_sqrt without --warmup-updates: fairseq's default warm-up (it used to get 0)
+    # inverse_sqrt without --warmup-updates: fairseq's default warm-up (it used to get 0);
+    # learned source positions: a table that bounds the source length (sinusoids take any)
     train = ["bash", SCRIPTS / "train.sh", "--data", work / "data-bin" / "len30", "--arch",
              "transformer_abs", "--save-dir", save, "--gpus", "0", "--lr-scheduler",
-             "inverse_sqrt", *TOY_MODEL]
+             "inverse_sqrt", "--encoder-pos", "abs_learned", *TOY_MODEL]
     run(train)
     return {"root": root, "work": work, "prepare": prepare, "save": save, "train": train,
             "ckpt": save / "checkpoint_last.pt", "test": work / "testsets" / "test"}
