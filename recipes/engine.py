@@ -573,16 +573,20 @@ def check_graph(steps: Sequence[Step]) -> Dict[Step, List[Step]]:
             other = writers.setdefault(Path(output).resolve(), step)
             if other is not step:
                 raise ValueError(f"{output} is an output of both {other.name!r} and {step.name!r}")
+    # a step reads what another writes when the paths are equal or one holds the other
+    below: Dict[Path, List[Step]] = {}  # a folder -> the steps writing inside it
+    for written, writer in writers.items():
+        for folder in written.parents:
+            below.setdefault(folder, []).append(writer)
+    order = {step: index for index, step in enumerate(steps)}
     upstream = {}
     for step in steps:
-        found = []
-        for path in step.inputs:
-            path = Path(path).resolve()
-            for written, writer in writers.items():
-                if writer is not step and writer not in found and (
-                        path == written or written in path.parents or path in written.parents):
-                    found.append(writer)
-        upstream[step] = found
+        found = set()
+        for path in map(lambda p: Path(p).resolve(), step.inputs):
+            found.update(writer for holder in (path, *path.parents) if (writer := writers.get(holder)))
+            found.update(below.get(path, ()))
+        found.discard(step)
+        upstream[step] = sorted(found, key=order.__getitem__)
     _topological(steps, upstream)
     return upstream
 

@@ -21,8 +21,11 @@ fi
 
 relpos_install_stamp="$VIRTUAL_ENV/.fairseq-relpos-installed"
 relpos_wanted_stamp="$REPO_ROOT $(cat "$REPO_ROOT/setup.py" "$REPO_ROOT/pyproject.toml" | cksum)"
+# finding the packages, not importing them: importing torch and fairseq costs about 3 s,
+# on every script's start
 if [[ "$(cat "$relpos_install_stamp" 2>/dev/null)" != "$relpos_wanted_stamp" ]] ||
-   ! python -c "import fairseq_relpos_compat, fairseq, torch" 2>/dev/null; then
+   ! python -c "import importlib.util as u, sys
+sys.exit(not all(map(u.find_spec, ('fairseq_relpos_compat', 'fairseq', 'torch'))))" 2>/dev/null; then
   relpos_log "setting up $VIRTUAL_ENV"
   # --no-compile: byte-compiling all of torch and its dependencies costs about a minute;
   # Python compiles the modules it imports when it first imports them instead
