@@ -24,9 +24,11 @@ _SUBWORD_MARKERS = {
         "decode the pieces first (fairseq-generate --remove-bpe sentencepiece, or spm_decode)",
     ),
 }
-# A stray marker in real text should not stop a report; segmented output has one on
-# most lines.
-_MARKED_SHARE = 0.01
+# A stray marker should not stop a report: real text has them ("mail me @@ home"), and so has
+# the output of an undertrained model that writes BPE's "@" pieces ("k@s@@"); segmented
+# output has one on most lines.
+_MARKED_SHARE = 0.05
+_MARKED_LINES = 2
 
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, Han.
 _UNSPACED_CHAR = re.compile(
@@ -42,7 +44,7 @@ def check_no_subword_markers(path, lines: Sequence[str]) -> None:
     """Refuse text that still carries subword markers on more than a stray line."""
     for name, (marker, fix) in _SUBWORD_MARKERS.items():
         marked = sum(1 for line in lines if marker.search(line))
-        if marked and marked >= _MARKED_SHARE * len(lines):
+        if marked and (marked == len(lines) or marked >= max(_MARKED_LINES, _MARKED_SHARE * len(lines))):
             raise InputError(
                 f"{path}: {marked} of {len(lines)} lines still carry {name} subword markers, "
                 f"so every split word would count as a mismatch: {fix}; "

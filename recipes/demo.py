@@ -496,7 +496,7 @@ def tatoeba_corpus(args, smoke: bool) -> Corpus:
         data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
         if not data.is_file():
             raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {data})")
-        source = smoke_slice(data, out / "data" / "raw" / "slice.txt")
+        source = out / "data" / "raw" / "slice.txt"  # cut when the graph is built, after the folder checks
         prepare += ["--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500"]
         model, batch, translate = SMOKE_MODEL, 1200, SMOKE_TRANSLATE
     prepare += ["--from", str(source)] if source else (["--download"] if args.download else [])
@@ -505,6 +505,8 @@ def tatoeba_corpus(args, smoke: bool) -> Corpus:
     prep_args = tatoeba_parser().parse_args(prepare)
 
     def steps(run: DemoRun) -> List[Step]:
+        if smoke:
+            smoke_slice(data, source)
         p = tatoeba_checked_preparation(prep_args, on_change="redo", dev_within_limit=True)
         return merged(preparation_steps(p), testsets_graph(prepared_view(p), TATOEBA_SETS,
                                                           lambda name: p.fetcher.testset(p, name), run.threads))

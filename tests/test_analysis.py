@@ -157,6 +157,12 @@ def test_subword_markers_are_refused_unless_stray():
     check_no_subword_markers("hyp.en", ["E@@mail ist kein Marker", "plain"])
     # literal "@" tokens, as a model trained on BPE text can write them ("@@@ @@@" undone)
     check_no_subword_markers("hyp.en", ["here @do @@", "do @@s"])
+    # one degenerate line in 47, from an undertrained model (a SMOKE Tatoeba board's)
+    check_no_subword_markers("hyp.en", ["sb here k@s@@"] + ["what what what"] * 46)
+    with pytest.raises(InputError, match="3 of 47 lines"):
+        check_no_subword_markers("hyp.en", ["sb here k@s@@"] * 3 + ["what what what"] * 44)
+    with pytest.raises(InputError, match="1 of 1 lines"):
+        check_no_subword_markers("hyp.en", ["ei@@ ner"])
 
 
 def test_unsegmented_text_is_told_from_segmented_text():

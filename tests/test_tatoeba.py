@@ -169,6 +169,32 @@ def test_smoke_recipe_end_to_end_on_a_slice_of_the_real_export(tmp_path):
     assert "start " not in again.stderr
 
 
+@pytest.mark.slow
+def test_smoke_leaderboard_on_tatoeba_tunes_each_scheme_and_ranks_without_the_synthetic_threshold(tmp_path):
+    """SMOKE=1 leaderboard.sh --data tatoeba: the protocol on the slice of the real export, its
+    buckets at multiples of the limit of 16 tokens; every rate's dev loss chosen from, boards
+    for the three test sets, no scheme set apart by the synthetic pair's 95-BLEU line."""
+    export = shared_path(*EXPORT)
+    systems = ["transformer_abs", "transformer_rel"]
+    out = tmp_path / "board"
+    run(["bash", SCRIPTS / "leaderboard.sh", "--data", "tatoeba", "--systems", ",".join(systems), "--seeds", "1",
+         "--lr-grid", "1e-3,3e-3", "--validate-every", "8", "--out-dir", out],
+        env={"SMOKE": "1", "SMOKE_DATA": str(export)})
+    tuning = json.loads((out / "leaderboard" / "tuning.json").read_text())["schemes"]
+    for arch in systems:
+        grid = tuning[arch]["grid"]
+        assert set(grid) == {"1e-3", "3e-3"} and all(point["dev_loss"] for point in grid.values())
+        assert tuning[arch]["chosen"] == min(grid, key=lambda lr: grid[lr]["dev_loss"])
+    for test_set, edges in (("test", ["G0:16", "G17:24", "G25:32", "G33:48", "G49:∞"]),
+                            ("concat_seq", ["G0:16", "G17:32", "G33:48", "G49:64", "G65:∞"])):
+        board = json.loads((out / "leaderboard" / test_set / "board.json").read_text())
+        assert board["learned_threshold"] in (0, None)
+        assert {r["system"] for r in board["records"] if r["rank"]} == set(systems)
+        buckets = {r["bucket"] for r in board["records"] if r["set"] not in ("within", "beyond")}
+        assert buckets <= {*edges, "all"} and "G0:16" in buckets
+    assert (out / "leaderboard" / "concat3_seq" / "board.md").stat().st_size > 0
+
+
 def test_download_keeps_only_a_whole_zip_and_prints_its_sha256(tmp_path, capsys):
     """The download path against a local web server: a zip is kept with its sha256; anything
     else (a web page instead of the archive) is refused and nothing is left."""
