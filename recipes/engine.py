@@ -413,6 +413,7 @@ class RunningStep:
         self.env = env
         self.token = f"{os.getpid()}-{id(self) % 100000}"
         self.process: Optional[subprocess.Popen] = None
+        self.stopped = False  # by the engine: interrupted, not failed
         self.seconds = 0.0
         self.published: List[Path] = []  # what OutDir outputs moved into their folders
 
@@ -446,8 +447,9 @@ class RunningStep:
                 raise StepFailed(step, _failure_text(step, code, tail))
             self._publish()
         except StepFailed as failure:
-            record.update(status="failed", ended=_now(), error=str(failure).splitlines()[0][:500])
-            write_manifest(step, record)
+            if not self.stopped:  # a stopped step stays "running": a re-run says it was interrupted
+                record.update(status="failed", ended=_now(), error=str(failure).splitlines()[0][:500])
+                write_manifest(step, record)
             self._discard()
             raise
         except BaseException:
@@ -495,6 +497,7 @@ class RunningStep:
         return self.process.wait()
 
     def stop(self) -> None:
+        self.stopped = True
         if self.process and self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGTERM)

@@ -224,6 +224,38 @@ def test_a_killed_run_leaves_no_finished_output_and_stops_its_steps(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp.")]
 
 
+
+def test_an_interrupted_run_stops_its_steps_and_says_so_on_the_next_run(tmp_path):
+    """Ctrl-C (SIGINT) to the engine: it stops its running step, which is interrupted, not
+    failed; the next run says so and does the step again."""
+    script = tmp_path / "engine.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+        from pathlib import Path
+        from recipes.console import Console
+        from recipes.engine import LocalExecutor, Out, Step
+        home = Path({str(tmp_path)!r})
+        code = ("import sys, time, pathlib; pathlib.Path(sys.argv[2]).write_text('started');"
+                "time.sleep(0 if pathlib.Path(sys.argv[3]).exists() else 60); pathlib.Path(sys.argv[1]).write_text('x')")
+        step = Step("slow", [sys.executable, "-c", code, Out(home / "out.txt"), home / "started", home / "quick"],
+                    home=home)
+        LocalExecutor(console=Console()).run([step])
+    """))
+    engine = subprocess.Popen([PY, str(script)], stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if (tmp_path / "started").exists():
+            break
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGINT)
+    assert engine.wait(timeout=30) != 0
+    manifest = json.loads((tmp_path / ".steps" / "slow.json").read_text())
+    assert manifest["status"] == "running" and not (tmp_path / "out.txt").exists()
+    (tmp_path / "quick").write_text("")
+    again = subprocess.run([PY, str(script)], check=True, capture_output=True, text=True)
+    assert "start slow (interrupted before)" in again.stderr, again.stderr
+    assert (tmp_path / "out.txt").read_text() == "x"
+
 def _alive(pid):
     try:
         os.kill(pid, 0)

@@ -53,7 +53,7 @@ def slurm_run(*args, env):
 
 
 @pytest.fixture(scope="module")
-def table3(slurm, tmp_path_factory):
+def table3(slurm, tmp_path_factory, request):
     """SMOKE table 3 submitted to SLURM, with one training requeued half-way through."""
     data = shared_path("data", "wmt-newstest")
     root = tmp_path_factory.mktemp("slurm")
@@ -64,6 +64,9 @@ def table3(slurm, tmp_path_factory):
     submitted = slurm_run(*roots, env=env)
     runs = root / "runs" / "smoke"
     jobs = json.loads((runs / "slurm" / "jobs.json").read_text())
+    # a test stopped half-way leaves no job queued behind it on the cluster
+    request.addfinalizer(lambda: subprocess.run(["scancel", *jobs.values()], capture_output=True,
+                                                env={**os.environ, "SLURM_CONF": slurm}))
     save = runs / "wmt19-de-en" / "transformer_abs-len100"
     deadline = time.time() + 600
     while not (save / "checkpoint_last.pt").exists():  # its first checkpoint: requeue it now
