@@ -146,6 +146,11 @@ def tuning_table(tuning: Tuning, order: Sequence[str] = ()) -> Table:
         f"A cell: the {tuning.metric} of the training at that rate, and in parentheses the "
         "updates it took; in bold the rate chosen, the one with the lowest loss. The test sets "
         "took no part in the choice."]
+    edges = tuning.at_edge()
+    if edges:
+        notes.append("At the edge of the grid: " + ", ".join(
+            f"{name} (its {edge} rate)" for name, edge in sorted(edges.items(), key=lambda item: schemes.index(item[0])))
+            + ". The best rate may lie beyond it: a grid reaching further would tell.")
     if failures:
         notes.append("Failed: " + "; ".join(failures) + ".")
     return Table(columns, rows, title=f"Learning rate chosen on {tuning.metric}", notes=notes)

@@ -55,6 +55,16 @@ class Tuning:
         return next((point for key, point in self.schemes[scheme].grid.items()
                      if float(key) == float(rate)), None)
 
+    def at_edge(self) -> Dict[str, str]:
+        """The schemes whose chosen rate is the smallest or the largest of their grid (of two
+        rates or more), each with which: the best rate may lie beyond it."""
+        edges = {}
+        for name, scheme in self.schemes.items():
+            rates = sorted(map(float, scheme.grid))
+            if scheme.chosen is not None and len(rates) > 1 and float(scheme.chosen) in (rates[0], rates[-1]):
+                edges[name] = "smallest" if float(scheme.chosen) == rates[0] else "largest"
+        return edges
+
     def as_json(self) -> dict:
         return asdict(self)
 

@@ -223,6 +223,9 @@ def test_the_selection_is_a_table_and_only_then_is_the_rate_called_chosen(protoc
     assert "| rel | 2.400 (900) | **2.000 (900)** | failed (40) | 3e-3 |" in selection_table
     assert "| slow | **1.500 (900)** | 2.000 (900) | failed (40) | 1e-3 |" in selection_table
     assert "Failed: rel at 1e-2: diverged (loss nan); abs at 1e-2" in selection_table
+    # rel's 3e-3 is inside its grid (the larger rate failed); slow's 1e-3 is its smallest
+    assert ("At the edge of the grid: slow (its smallest rate). The best rate may lie beyond it: "
+            "a grid reaching further would tell.") in selection_table
     data, _, latex = outputs(tmp_path)
     assert data["tuning"] == selection()
     assert "\\textbf{1.500 (900)}" in latex
