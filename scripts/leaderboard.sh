@@ -33,8 +33,9 @@
 #   --systems LIST     comma-separated architectures, the first is the baseline (default:
 #                      every architecture of fairseq-relpos, transformer_abs first)
 #   --seeds N          training seeds per scheme (default 3)
-#   --lr-grid LIST     learning rates to choose from (default 1e-3,3e-3,1e-2: log-spaced
-#                      around the demo's 3e-3, a factor of about 3 apart; --quick: 3e-3)
+#   --lr-grid LIST     learning rates to choose from, a factor of about 3 apart (default
+#                      3e-3,1e-2,3e-2: from the demo's 3e-3 up, where the first CPU board's
+#                      schemes did best; --data tatoeba: 3e-4,1e-3,3e-3; --quick: 3e-3)
 #   --validate-every N dev evaluations every N updates (default 200)
 #   --patience N       stop after N evaluations without a lower dev loss (default 5)
 #   --updates N        the cap on updates per training (default 6000)
