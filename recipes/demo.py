@@ -376,6 +376,9 @@ class Leaderboard:
     def choice_file(self, arch: str) -> Path:
         return self.run.out / "leaderboard" / "choice" / f"{arch}.json"
 
+    def rate_file(self, arch: str) -> Path:
+        return self.choice_file(arch).with_suffix(".lr")
+
     def chosen(self, arch: str) -> str:
         """The rate the choice step chose (before it ran: the grid's first, a placeholder that
         a job rebuilding the graph after the choice replaces)."""
@@ -397,6 +400,7 @@ class Leaderboard:
         folders = [self.folder(arch, lr, self.protocol.seeds[0]) for lr in self.protocol.grid]
         out = self.choice_file(arch)
         return Step(f"choose-{arch}", [PY, "-m", "recipes.tools", "choose-lr", "--out", Out(out),
+                                       "--out-rate", Out(self.rate_file(arch)),
                                        *[f"{lr}={folder}" for lr, folder in zip(self.protocol.grid, folders)]],
                     home=out.parent, root=self.run.out, inputs=[f / "train.log" for f in folders],
                     after_failures=True, echo=False, title=f"choose the learning rate of {arch}")
@@ -409,8 +413,8 @@ class Leaderboard:
         for seed in p.seeds[1:]:
             folder = self.folder(arch, lr, seed)
             steps += [train_step(self.run, self.training(arch, lr, seed)), *translate_steps(self.run, folder)]
-        for step in steps:  # they follow the choice (a job rebuilding the graph reads it)
-            step.inputs = [*step.inputs, self.choice_file(arch)]
+        for step in steps:  # they follow the chosen rate (a job rebuilding the graph reads it)
+            step.inputs = [*step.inputs, self.rate_file(arch)]
         return steps
 
     def unit_folders(self, arch: str) -> List[Path]:

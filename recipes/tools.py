@@ -194,17 +194,33 @@ def finished_updates(checkpoint: Path) -> int:
     return int(state["optimizer_history"][-1]["num_updates"])
 
 
+def stopped_early(log: Path, patience: Optional[str]) -> bool:
+    """Whether the last fairseq-train run in ``log`` ended by --patience ``patience``."""
+    if not patience or int(patience) <= 0 or not log.exists():
+        return False
+    text = log.read_text(encoding="utf-8", errors="replace")
+    last_run = text[text.rfind("| fairseq_cli.train | {'_name'"):]
+    return (f"early stop since valid performance hasn't improved for last {int(patience)} runs" in last_run
+            and "| fairseq_cli.train | done training in" in last_run)
+
+
 def train(a) -> None:
     """fairseq-train into --save-dir, resuming from checkpoint_last.pt.  A training that
-    reached --max-update before it was marked done is done: fairseq would otherwise take one
-    more update on resuming (it checks the limit after an update)."""
+    reached --max-update, or stopped by --patience, before it was marked done is done:
+    fairseq would otherwise take one more update on resuming (it checks the limit after an
+    update), or train until --patience more evaluations (it does not save the count)."""
     save = Path(a.save_dir)
     last = save / "checkpoint_last.pt"
     if last.exists():
         check_checkpoint(last)
         max_update = option_value(a.command, "--max-update")
+        finished = None
         if max_update and int(max_update) > 0 and finished_updates(last) >= int(max_update):
-            print(f"{last} has reached --max-update {max_update}: training had finished")
+            finished = f"has reached --max-update {max_update}"
+        elif stopped_early(save / "train.log", option_value(a.command, "--patience")):
+            finished = f"stopped early (--patience {option_value(a.command, '--patience')})"
+        if finished:
+            print(f"{last} {finished}: training had finished")
             if not (save / "checkpoint_best.pt").exists():
                 shutil.copyfile(last, save / "checkpoint_best.pt")
             return
@@ -279,6 +295,8 @@ def choose_lr(a) -> None:
     finished = {lr: point["dev_loss"] for lr, point in grid.items() if point["failure"] is None}
     chosen = min(finished, key=lambda lr: (finished[lr], float(lr))) if finished else None
     Path(a.out).write_text(json.dumps({"grid": grid, "chosen": chosen}, indent=1) + "\n", encoding="utf-8")
+    # the rate alone: what the seeds' trainings follow, unchanged when only the grid around it grows
+    Path(a.out_rate).write_text(f"{chosen}\n", encoding="utf-8")
     print(f"chosen: {chosen}" + "".join(f"\n  {lr}: {p}" for lr, p in grid.items()))
 
 
@@ -374,6 +392,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("choose-lr")
     p.add_argument("--out", required=True)
+    p.add_argument("--out-rate", required=True)
     p.add_argument("points", nargs="+", help="LR=TRAINING_FOLDER")
     p.set_defaults(run=choose_lr)
 

@@ -832,6 +832,28 @@ def test_a_training_ended_before_it_was_marked_done_is_not_trained_further(toy, 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy")
+def test_a_training_stopped_by_its_patience_is_not_trained_further(toy, tmp_path):
+    """Its last run ended by --patience, but the manifest never said done (killed, or redone
+    because an input changed): fairseq would resume and train --patience more evaluations."""
+    save = tmp_path / "patient"
+    shutil.copytree(toy["save"], save)
+    (save / ".steps" / "train.json").unlink()
+    with open(save / "train.log", "a", encoding="utf-8") as log:
+        log.write("2026-11-23 17:27:24 | INFO | fairseq_cli.train | {'_name': None, 'common': {}}\n"
+                  "2026-11-23 17:29:53 | INFO | fairseq_cli.train | early stop since valid performance "
+                  "hasn't improved for last 3 runs\n"
+                  "2026-11-23 17:29:53 | INFO | fairseq_cli.train | done training in 142.9 seconds\n")
+    before = (save / "checkpoint_last.pt").read_bytes()
+    train = [str(arg) if arg != toy["save"] else save for arg in toy["train"]]
+    train[train.index("--patience") + 1] = "3"
+    train[train.index("--max-update") + 1] = "1000"
+    proc = run(train)
+    assert "stopped early (--patience 3): training had finished" in proc.stdout
+    assert (save / "checkpoint_last.pt").read_bytes() == before
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_a_typo_in_the_arch_does_not_block_the_corrected_command(toy, tmp_path):
     save = tmp_path / "typo"
     train = [arg if arg != toy["save"] else save for arg in toy["train"]]
