@@ -27,6 +27,7 @@ import dataclasses
 import datetime as _dt
 import difflib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -329,20 +330,30 @@ def step_state(step: Step, upstream_pending: Sequence[Step] = ()) -> State:
             return State(False, f"{output} is missing")
     if upstream_pending:
         return State(False, f"{upstream_pending[0].description} runs first")
-    for path in step.inputs:
-        recorded = record["inputs"].get(step._relative(path))
-        if not same_content(fingerprint(path, recorded), recorded):
-            return State(False, f"{path} changed")
+    changed = changed_input(step, record)
+    if changed is not None:
+        # an in-place step would go on from work done on the old input: a training resumes
+        refusal = _refusal(step, record, f"{changed} is not what it ran on") if step.in_place else None
+        return State(False, f"{changed} changed", refusal=refusal)
     return State(True)
 
 
-def _refusal(step: Step, record: dict) -> Optional[str]:
+def changed_input(step: Step, record: dict) -> Optional[Path]:
+    """The first input whose content differs from the one ``record`` ran on."""
+    for path in step.inputs:
+        recorded = record["inputs"].get(step._relative(path))
+        if not same_content(fingerprint(path, recorded), recorded):
+            return Path(path)
+    return None
+
+
+def _refusal(step: Step, record: dict, change: Optional[str] = None) -> Optional[str]:
     if step.on_change != "refuse":
         return None
     keeps_state = step.keeps_state() if step.keeps_state else any(p.exists() for p in step.outputs)
     if not keeps_state:
         return None  # nothing of the other command is left to protect
-    change = argv_change(record.get("identity", []), step.recorded_identity())
+    change = change or argv_change(record.get("identity", []), step.recorded_identity())
     return step.refusal.format(home=step.home, title=step.description, manifest=step.manifest_path,
                                change=change)
 
@@ -472,8 +483,9 @@ class RunningStep:
     def _clear_other_commands_work(self) -> None:
         step = self.step
         record = read_manifest(step)
-        if not step.in_place or record is None or record.get("identity") == step.recorded_identity():
-            return  # nothing, or the same command's work, which it goes on from
+        if not step.in_place or record is None or (record.get("identity") == step.recorded_identity()
+                                                   and changed_input(step, record) is None):
+            return  # nothing, or the same command's work on the same inputs, which it goes on from
         for pattern in step.owns:
             for leftover in step.home.glob(pattern):
                 _remove(leftover)
@@ -538,12 +550,19 @@ class RunningStep:
                                         f"writing {missing[0]} (see {self.step.log_path})")
 
     def _discard(self) -> None:
+        """Removes the step's temporary outputs, and what its command named after them (a
+        tool's own temporary file beside its output, left when the step was stopped)."""
         for arg in self.step.command:
             if isinstance(arg, Out):
-                for final in [Path(arg.path), *arg.outputs]:
-                    _remove(temporary_path(final, self.token))
+                finals = [Path(arg.path), *arg.outputs]
             elif isinstance(arg, OutDir):
-                _remove(temporary_path(arg.path, self.token))
+                finals = [Path(arg.path)]
+            else:
+                continue
+            for final in finals:
+                temporary = temporary_path(final, self.token)
+                for leftover in temporary.parent.glob(glob.escape(temporary.name) + "*"):
+                    _remove(leftover)
 
 
 def _stat_only(path: Path) -> Optional[list]:

@@ -110,10 +110,36 @@ def test_a_changed_command_redoes_the_step_or_is_refused_before_any_work(chain):
     assert [s.name for s in run([refusing, steps[0]]).ran] == ["first"]
 
 
+
+def test_an_in_place_step_whose_input_changed_starts_afresh_or_is_refused(tmp_path):
+    """A training goes on from its own checkpoints, but only on the inputs it ran on: after
+    its input changed it starts afresh (its own files removed first), or, where its work is
+    worth keeping, is refused naming the input."""
+    data, state = tmp_path / "data.txt", tmp_path / "state.txt"
+    data.write_text("one\n")
+    # appends the data to its state, as a training adds updates to its checkpoint
+    code = ("import sys, pathlib; data, state = map(pathlib.Path, sys.argv[1:]);"
+            "state.write_text((state.read_text() if state.exists() else '') + data.read_text())")
+
+    def train(**kwargs):
+        return Step("train", [PY, "-c", code, data, state], home=tmp_path, inputs=[data],
+                    in_place_outputs=[state], owns=["state.txt"], **kwargs)
+
+    run([train()])
+    data.write_text("two\n")
+    refusing = train(on_change="refuse", keeps_state=state.exists)
+    with pytest.raises(StepError, match=f"holds the work of another command .*{data.name} is not what it ran on"):
+        run([refusing])
+    assert plan([train()])[0][1].reason == f"{data} changed"
+    run([train()])
+    assert state.read_text() == "two\n"  # not "one\ntwo\n": nothing of the old input went on
+
 def test_a_failed_step_leaves_no_output_and_is_tried_again(tmp_path):
     fail = tmp_path / "fail"
     fail.write_text("")
+    # a tool writing through a temporary file of its own beside its output, as corpora.py does
     code = ("import sys, pathlib; out = pathlib.Path(sys.argv[1]); out.write_text('partial');"
+            "pathlib.Path(f'{out}.tmp.99').write_text('half');"
             "sys.exit('error: it failed' if pathlib.Path(sys.argv[2]).exists() else 0)")
     step = Step("flaky", [PY, "-c", code, Out(tmp_path / "out.txt"), fail], home=tmp_path)
     with pytest.raises(StepError, match="flaky failed .exit 1.: error: it failed"):
