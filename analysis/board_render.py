@@ -149,7 +149,7 @@ def tuning_table(tuning: Tuning, order: Sequence[str] = ()) -> Table:
     edges = tuning.at_edge()
     if edges:
         notes.append("At the edge of the grid: " + ", ".join(
-            f"{name} (its {edge} rate)" for name, edge in sorted(edges.items(), key=lambda item: schemes.index(item[0])))
+            f"{name} (its {edges[name]} rate)" for name in schemes if name in edges)
             + ". The best rate may lie beyond it: a grid reaching further would tell.")
     if failures:
         notes.append("Failed: " + "; ".join(failures) + ".")

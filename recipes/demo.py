@@ -25,8 +25,8 @@ from .data import PY, preparation_steps, testsets_graph
 from .console import Console, ProgressConsole
 from .engine import MANIFEST_DIR, FolderLock, LocalExecutor, Out, Outcome, OutDir, Step, StepError, describe, merged, \
     plan
-from .prepare import REPO, prepared_view, smoke_slice, tatoeba_checked_preparation, tatoeba_parser, toy_parser, \
-    toy_preparation
+from .prepare import REPO, SMOKE_TATOEBA_PREPARE, prepared_view, smoke_slice, smoke_tatoeba_export, \
+    tatoeba_checked_preparation, tatoeba_parser, toy_parser, toy_preparation
 from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
 from .training import Training, Translation, visible_gpus
 
@@ -496,13 +496,9 @@ def tatoeba_corpus(args, smoke: bool) -> Corpus:
     prepare = ["--max-len", str(args.train_limit), "--threads", str(args.threads), "--out-dir", str(out / "data")]
     model, batch, translate = TATOEBA_MODEL, 2048, ()
     if smoke:
-        if args.source or args.download:
-            raise StepError("SMOKE=1 takes its data from SMOKE_DATA, not --from/--download")
-        data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
-        if not data.is_file():
-            raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {data})")
+        data = smoke_tatoeba_export(args)
         source = out / "data" / "raw" / "slice.txt"  # cut when the graph is built, after the folder checks
-        prepare += ["--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500"]
+        prepare += SMOKE_TATOEBA_PREPARE
         model, batch, translate = SMOKE_MODEL, 1200, SMOKE_TRANSLATE
     prepare += ["--from", str(source)] if source else (["--download"] if args.download else [])
     if args.dry_run:

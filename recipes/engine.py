@@ -604,7 +604,7 @@ def check_graph(steps: Sequence[Step]) -> Dict[Step, List[Step]]:
     upstream = {}
     for step in steps:
         found = set()
-        for path in map(lambda p: Path(p).resolve(), step.inputs):
+        for path in (Path(p).resolve() for p in step.inputs):
             found.update(writer for holder in (path, *path.parents) if (writer := writers.get(holder)))
             found.update(below.get(path, ()))
         found.discard(step)

@@ -376,6 +376,20 @@ def build_test_sets(argv: Sequence[str]) -> int:
     return 0
 
 
+SMOKE_TATOEBA_PREPARE = ("--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500")
+
+
+def smoke_tatoeba_export(args) -> Path:
+    """SMOKE=1's Tatoeba export: SMOKE_DATA (by default ../shared's deu.txt), which replaces
+    --from and --download."""
+    if args.source or args.download:
+        raise StepError("SMOKE=1 takes its data from SMOKE_DATA, not --from/--download")
+    data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
+    if not data.is_file():
+        raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {data})")
+    return data
+
+
 def smoke_slice(export: Path, slice_path: Path) -> Path:
     """Every 85th pair of the export, in WORK/raw where a preparation expects corpora placed
     beforehand."""

@@ -17,7 +17,8 @@ from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LI
                       tatoeba_edges)
 from .engine import OutDir, Step, StepError, merged
 from .launch import Job, Launch, add_launcher_options, failures_of
-from .prepare import REPO, WMT, local_dir, smoke_slice, prepared_view, tatoeba_checked_preparation, tatoeba_parser
+from .prepare import (REPO, SMOKE_TATOEBA_PREPARE, WMT, local_dir, prepared_view, smoke_slice, smoke_tatoeba_export,
+                      tatoeba_checked_preparation, tatoeba_parser)
 from .training import Translation, train_options, visible_gpus
 
 SMOKE_SEGMENTATION = {"de-en": 400, "zh-en": 1000}
@@ -308,13 +309,9 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     prepare = ["--out-dir", str(work), "--max-len", str(TATOEBA_LIMIT), "--threads", str(args.threads)]
     model, translate_args, bootstrap, updates = list(TATOEBA_MODEL), [], 1000, args.updates or 2500
     if smoke:
-        if args.source or args.download:
-            raise StepError("SMOKE=1 takes its data from SMOKE_DATA, not --from/--download")
-        smoke_data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
-        if not smoke_data.is_file():
-            raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {smoke_data})")
+        smoke_data = smoke_tatoeba_export(args)
         args.source = smoke_slice(smoke_data, work / "raw" / "slice.txt")
-        prepare += ["--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500"]
+        prepare += SMOKE_TATOEBA_PREPARE
         model, translate_args, bootstrap = list(SMOKE_TRAIN), list(SMOKE_TRANSLATE), 50
         updates = args.updates or 16  # an explicit --updates is kept
         if not args.run_job:
