@@ -30,6 +30,8 @@ from .engine import (REPO, Console, FolderLock, LocalExecutor, Outcome, Step, St
 # the environment that changes what a recipe does, handed to its jobs
 RECIPE_ENVIRONMENT = ("SMOKE", "SMOKE_DATA", "TRAIN_EXTRA_ARGS", "REPORT_TOKENIZE", "REPORT_EXTRA_ARGS",
                       "RELPOS_ARCH_OVERRIDE", "SKIP_REPORT", "OMP_NUM_THREADS")
+# squeue's reasons for a pending job that no other job's end can change
+UNRUNNABLE = {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit"}
 REQUEUE_WARNING_SECONDS = 180  # before --slurm-time ends, a training job requeues itself
 
 
@@ -148,6 +150,7 @@ class Slurm:
         self.launch = launch
         self.args = launch.args
         self.record = launch.log_dir / "jobs.json"  # job name -> SLURM job id of the last submission
+        self._node_cpus: Optional[int] = None
 
     def submit(self, jobs: Sequence[Job]) -> None:
         args = self.args
@@ -160,6 +163,7 @@ class Slurm:
                 if state.done and state.reason:
                     record_legacy(step)
         depends = job_dependencies(jobs)
+        self._node_cpus = largest_node_cpus(args.slurm_partition)
         previous = self._previous()
         ids: Dict[Job, str] = {}
         lines = []
@@ -193,7 +197,7 @@ class Slurm:
         args, launch = self.args, self.launch
         gpus = args.slurm_gpus_per_job if job.kind == "system" else 0
         nodes = args.slurm_nodes if job.kind == "system" else 1
-        cpus = args.slurm_cpus_per_job or (launch.threads if job.kind == "prepare" else max(1, gpus) * 4 if gpus else 1)
+        cpus = self._cpus(job.kind, gpus)
         options = [f"--job-name=relpos-{launch.recipe}-{job.name}", f"--output={launch.log_dir}/{job.name}-%j.out",
                    "--open-mode=append", f"--cpus-per-task={cpus}", f"--nodes={nodes}"]
         if gpus:
@@ -235,6 +239,19 @@ class Slurm:
         else:
             lines.append(f"exec {' '.join(shlex.quote(c) for c in command)}")
         return "\n".join(lines) + "\n"
+
+    def _cpus(self, kind: str, gpus: int) -> int:
+        """The CPUs a job asks for: --slurm-cpus-per-job, or by default the recipe's threads
+        for the data and 4 a GPU (1 without) for a system, at most what a node has: a job
+        that asks for more than any node of the partition would wait in the queue for ever."""
+        largest, where = self._node_cpus, self.args.slurm_partition or "the default partition"
+        if self.args.slurm_cpus_per_job:
+            if largest and self.args.slurm_cpus_per_job > largest:
+                raise StepError(f"--slurm-cpus-per-job {self.args.slurm_cpus_per_job}: the largest node of "
+                                f"{where} has {largest} CPUs")
+            return self.args.slurm_cpus_per_job
+        wanted = self.launch.threads if kind == "prepare" else max(1, gpus) * 4 if gpus else 1
+        return min(wanted, largest) if largest else wanted
 
     def _sbatch(self, job: Job, script: str) -> str:
         self.launch.log_dir.mkdir(parents=True, exist_ok=True)
@@ -278,13 +295,38 @@ class Slurm:
             if stuck:  # what a failed job was to feed never runs: say so rather than wait for ever
                 console.log(f"cancelling job(s) {', '.join(stuck)}: a job they wait for failed")
                 subprocess.run(["scancel", *stuck])
+            unrunnable = [fields for fields in remaining if fields[-1] in UNRUNNABLE]
+            for job_id, reason in ((fields[0], fields[-1]) for fields in unrunnable):
+                console.log(f"cancelling job {job_id}: SLURM will never start it ({reason}: it asks for more than "
+                            f"the partition gives; see scontrol show job {job_id})")
+            if unrunnable:
+                subprocess.run(["scancel", *(fields[0] for fields in unrunnable)])
             time.sleep(2)
-        for name, job_id in ((job.name, self._previous().get(job.name)) for job in jobs):
+        unfinished = []  # the data or a report: without them there is nothing to report
+        for job, job_id in ((job, self._previous().get(job.name)) for job in jobs):
             if job_id in ids:
-                console.log(f"job {job_id} {name}: {job_state(job_id)}")
+                state = job_state(job_id)
+                console.log(f"job {job_id} {job.name}: {state}")
+                if job.kind != "system" and not state.startswith("COMPLETED"):
+                    unfinished.append(f"{job.name} ({state}; {self.launch.log_dir}/{job.name}-{job_id}.out)")
         failed = failures_of(jobs)
         for name, error in failed.items():
             console.log(f"FAILED {name}: {error}")
+        if unfinished:
+            raise StepError(f"SLURM job(s) did not complete: {', '.join(unfinished)}")
+
+
+def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
+    """The CPUs of the partition's largest node (the default partition's without one), or
+    None where sinfo does not say."""
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%c %P", *(["-p", partition] if partition else [])],
+                              capture_output=True, text=True)
+    except OSError:  # no SLURM here: a --dry-run elsewhere
+        return None
+    counts = [int(fields[0]) for fields in (line.split() for line in proc.stdout.splitlines())
+              if len(fields) == 2 and fields[0].isdigit() and (partition or fields[1].endswith("*"))]
+    return max(counts) if proc.returncode == 0 and counts else None
 
 
 def job_state(job_id: str) -> str:

@@ -54,7 +54,7 @@ fi
 
 mkdir -p "$DIR"/{state,spool,log}
 HOST=$(hostname -s)
-CPUS=$(nproc)
+CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # the test runner sets OMP_NUM_THREADS=1, which nproc honours
 MEMORY=$(awk '/MemTotal/ { print int($2 / 1024) - 512 }' /proc/meminfo)
 cat > "$SLURM_CONF" <<EOF
 ClusterName=relpos

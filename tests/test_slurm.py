@@ -47,9 +47,9 @@ def run(command, env, check=True):
     return proc
 
 
-def slurm_run(*args, env):
+def slurm_run(*args, env, check=True):
     return run(["bash", SCRIPTS / "reproduce" / "table3.sh", *args, "--launcher", "slurm",
-                "--slurm-gpus-per-job", "0"], env)
+                "--slurm-gpus-per-job", "0"], env, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def table3(slurm, tmp_path_factory, request):
     save = runs / "wmt19-de-en" / "transformer_abs-len100"
     deadline = time.time() + 600
     while not (save / "checkpoint_last.pt").exists():  # its first checkpoint: requeue it now
-        assert time.time() < deadline, "the training job never saved a checkpoint"
+        assert time.time() < deadline, f"the training job never saved a checkpoint\n{cluster_report(jobs, runs, slurm)}"
         time.sleep(0.5)
     job = jobs["de-en-transformer_abs-len100"]
     subprocess.run(["scontrol", "requeue", job], check=True, env={**os.environ, "SLURM_CONF": slurm})
@@ -79,6 +79,35 @@ def table3(slurm, tmp_path_factory, request):
     waited = slurm_run(*roots, "--wait", env=env)
     return {"root": root, "roots": roots, "env": env, "runs": runs, "jobs": jobs, "submitted": submitted,
             "waited": waited, "requeued": save}
+
+
+def cluster_report(jobs, runs, slurm):
+    """What SLURM says of the jobs and the end of their logs: why a test waited in vain."""
+    env = {**os.environ, "SLURM_CONF": slurm}
+    said = [subprocess.run(command, capture_output=True, text=True, env=env).stdout
+            for command in (["sinfo", "-N", "-l"], ["squeue", "-j", ",".join(jobs.values()), "-o", "%i %j %T %r"])]
+    for job_id in jobs.values():
+        shown = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True, env=env).stdout
+        said.append(" ".join(re.findall(r"(?:JobId|JobState|Reason|NumCPUs|NodeList)=\S*", shown)))
+    for log in sorted((runs / "slurm").glob("*.out")):
+        said.append(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+    return "\n".join(said)
+
+
+def test_a_job_asks_for_no_more_cpus_than_a_node_has(slurm, tmp_path):
+    """A job that asks for more CPUs than any node has would wait in the queue for ever: the
+    default request is cut to the largest node, an explicit one is refused."""
+    node_cpus = max(int(n) for n in subprocess.run(["sinfo", "-h", "-N", "-o", "%c"], capture_output=True, text=True,
+                                                     env={**os.environ, "SLURM_CONF": slurm}).stdout.split())
+    env = {"SLURM_CONF": slurm, "SMOKE": "1", "SMOKE_DATA": str(shared_path("data", "wmt-newstest"))}
+    roots = ["--work-root", tmp_path / "work", "--runs-root", tmp_path / "runs"]
+    plan = slurm_run(*roots, "--dry-run", "--threads", node_cpus + 62, env=env).stdout
+    prepare = plan.split("# --- job prepare-de-en ---")[1].split("# --- job")[0]
+    assert f"#SBATCH --cpus-per-task={node_cpus}\n" in prepare
+    refused = slurm_run(*roots, "--dry-run", "--slurm-cpus-per-job", node_cpus + 1, env=env, check=False)
+    assert refused.returncode == 1
+    assert f"--slurm-cpus-per-job {node_cpus + 1}: the largest node of the default partition has {node_cpus} CPUs" \
+        in refused.stderr
 
 
 def test_every_step_ran_as_a_slurm_job(table3):
