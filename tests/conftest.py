@@ -26,6 +26,15 @@ def local_slurm() -> Tuple[Optional[str], str]:
     return str(directory / "slurm.conf"), ""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def statistics_cache(tmp_path_factory):
+    """The reports the tests make cache sentence statistics in a folder of the test session,
+    not in the user's ~/.cache: a run neither leaves files there nor reuses earlier runs' work."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RELPOS_CACHE_DIR", str(tmp_path_factory.mktemp("statistics-cache")))
+        yield
+
+
 def shared_path(*parts) -> Path:
     """A path under ../shared, or a clean skip where it is absent (a user's clone)."""
     path = SHARED.joinpath(*parts)

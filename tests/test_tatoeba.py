@@ -11,7 +11,6 @@ import re
 import socket
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 

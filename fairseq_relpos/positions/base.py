@@ -162,7 +162,11 @@ class AttentionSpan:
 
     def __post_init__(self):
         if self.keys is None:
-            self.keys = Positions.counting(self.k_len, self.device, self.key_padding_mask)
+            mask = self.key_padding_mask
+            # once a pass, not once a layer: finding left padding waits for the device.  The memo
+            # holds the mask, so its id is not reused by another tensor while the pass lasts.
+            _, self.keys = self.memo.get(("counting", self.k_len, id(mask)),
+                                         lambda: (mask, Positions.counting(self.k_len, self.device, mask)))
         if self.queries is None:
             self.queries = self.keys.sliced(self.q_start)
 
