@@ -108,6 +108,11 @@ def test_a_job_asks_for_no_more_cpus_than_a_node_has(slurm, tmp_path):
     assert refused.returncode == 1
     assert f"--slurm-cpus-per-job {node_cpus + 1}: the largest node of the default partition has {node_cpus} CPUs" \
         in refused.stderr
+    # asked for all the same, through --slurm-args: --wait cancels what SLURM will never start
+    stuck = slurm_run(*roots, f"--slurm-args=--cpus-per-task={node_cpus + 1}", "--wait", env=env, check=False)
+    assert stuck.returncode == 1
+    assert re.search(r"cancelling job \d+: SLURM will never start it \(PartitionConfig", stuck.stderr)
+    assert re.search(r"SLURM job\(s\) did not complete: prepare-de-en \(CANCELLED", stuck.stderr)
 
 
 def test_every_step_ran_as_a_slurm_job(table3):

@@ -37,8 +37,8 @@ sys.exit(not all(map(u.find_spec, ('fairseq_relpos_compat', 'fairseq', 'torch'))
   # Byte-compiled here, on all cores, once (about 20 s on 2).  Left to the first import, the
   # modules are never compiled to disk where PYTHONDONTWRITEBYTECODE is set (as on our
   # development machines), and every fairseq command compiles torch and fairseq again: about
-  # 3 s of CPU a process, a third of the test suite's time.  (torch ships a test file in Python 3.12
-  # syntax, so compileall's status is not an error.)
+  # 3 s of CPU a process, half of the test suite's CPU time.  (torch ships a test file in
+  # Python 3.12 syntax, so compileall's status is not an error.)
   relpos_log "byte-compiling $VIRTUAL_ENV"
   python -m compileall -qq -j 0 "$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" \
     "$REPO_ROOT/fairseq_relpos" "$REPO_ROOT/recipes" "$REPO_ROOT/analysis" "$REPO_ROOT/fairseq_relpos_compat.py" || true

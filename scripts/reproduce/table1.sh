@@ -28,8 +28,10 @@
 #   --slurm-partition P   --slurm-time T   --slurm-mem M   (sbatch's --partition --time --mem)
 #   --slurm-gpus-per-job N  GPUs of each system's job (default 1; 0 for CPU-only clusters)
 #   --slurm-nodes N    nodes of each system's job: one training task per GPU on all of them
-#   --slurm-cpus-per-job N  (default: 4 per GPU; the data's job: --threads)
-#   --slurm-args "..."  more sbatch options, as they are
+#   --slurm-cpus-per-job N  (default: 4 per GPU, 1 without; the data's job: --threads; never
+#                      more than the partition's largest node has)
+#   --slurm-args="..."  more sbatch options, as they are (the "=" keeps them from being
+#                      read as this script's options)
 #   --wait             wait for the last job and print the reports, as the local launcher does
 #   -h, --help         this help
 # Environment: SMOKE=1 (tiny data from SMOKE_DATA, default ../shared/data/wmt-newstest, and
