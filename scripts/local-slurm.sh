@@ -7,14 +7,17 @@
 #   start    install slurm-wlm and munge if they are missing (Debian/Ubuntu, as root:
 #            apt-get), write a slurm.conf with one node of all this machine's CPUs (no
 #            GPUs), start munged (as user munge), slurmctld and slurmd directly (no
-#            systemd), and wait until sinfo shows the node idle.  Does nothing if a cluster
-#            already answers.
+#            systemd), and wait until sinfo shows the node idle.  Does nothing if the
+#            cluster already answers with its node taking jobs; restarts its daemons if
+#            the node does not (slurmd stopped, or the node down or drained).  One start
+#            at a time ($RELPOS_SLURM_DIR.lock).
 #   stop     stop the daemons this script started
 #   status   sinfo, or exit 1 if no cluster answers
 #
 # Everything it writes is under $RELPOS_SLURM_DIR (default /tmp/relpos-slurm): slurm.conf,
-# state, spool and logs.  Export SLURM_CONF=$RELPOS_SLURM_DIR/slurm.conf to use the cluster
-# from another shell (start prints the line).  Needs root (the daemons run as root here).
+# state, spool and logs (and beside it, its .lock and .apt.log).  Export
+# SLURM_CONF=$RELPOS_SLURM_DIR/slurm.conf to use the cluster from another shell (start
+# prints the line).  Needs root (the daemons run as root here).
 set -euo pipefail
 ACTION=${1:-start}
 case "$ACTION" in
@@ -26,6 +29,16 @@ DIR=${RELPOS_SLURM_DIR:-/tmp/relpos-slurm}
 export SLURM_CONF="$DIR/slurm.conf"
 
 answers() { sinfo -h -o %T > /dev/null 2>&1; }
+# the node takes jobs: idle or busy, and its slurmd responding (no "*")
+usable() { [[ "$(sinfo -h -o %T 2> /dev/null)" =~ ^(idle|mixed|allocated|completing)$ ]]; }
+# every daemon started with this slurm.conf, also one whose pid file another start overwrote
+stop_daemons() {
+  pkill -f "^slurm(ctld|d) -f $SLURM_CONF\$" 2> /dev/null || true
+  for _ in $(seq 1 40); do
+    pgrep -f "^slurm(ctld|d) -f $SLURM_CONF\$" > /dev/null || return 0
+    sleep 0.25
+  done
+}
 
 if [[ "$ACTION" == status ]]; then
   answers || { echo "no SLURM cluster answers (SLURM_CONF=$SLURM_CONF)" >&2; exit 1; }
@@ -33,16 +46,22 @@ if [[ "$ACTION" == status ]]; then
   exit 0
 fi
 if [[ "$ACTION" == stop ]]; then
-  for daemon in slurmd slurmctld; do
-    [[ -f "$DIR/$daemon.pid" ]] && kill "$(cat "$DIR/$daemon.pid")" 2> /dev/null || true
-  done
+  stop_daemons
   echo "stopped the SLURM daemons of $DIR"
   exit 0
 fi
 
+# one start at a time: the test workers may each ask for the cluster at once
+exec 9> "$DIR.lock"
+flock 9
 if command -v sinfo > /dev/null && answers; then
-  echo "a SLURM cluster already answers: export SLURM_CONF=$SLURM_CONF"
-  exit 0
+  if usable; then
+    echo "a SLURM cluster already answers: export SLURM_CONF=$SLURM_CONF"
+    exit 0
+  fi
+  # a controller whose node takes no jobs (its slurmd stopped): jobs would wait for ever
+  echo "the SLURM controller of $DIR answers but its node is $(sinfo -h -o %T): restarting the daemons" >&2
+  stop_daemons
 fi
 [[ "$(id -u)" == 0 ]] || { echo "error: starting a local SLURM cluster needs root (apt-get, munge, slurmd)" >&2; exit 1; }
 if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
@@ -94,7 +113,10 @@ pgrep -x munged > /dev/null || su -s /bin/sh munge -c /usr/sbin/munged
 
 slurmctld -f "$SLURM_CONF"
 slurmd -f "$SLURM_CONF"
-for _ in $(seq 1 60); do
+for attempt in $(seq 1 60); do
+  # a node the saved state holds down or drained (a job that could not be killed) comes back
+  [[ $attempt == 10 && "$(sinfo -h -o %T 2> /dev/null)" =~ ^(down|drain) ]] &&
+    scontrol update NodeName="$HOST" State=RESUME 2> /dev/null
   if [[ "$(sinfo -h -o %T 2> /dev/null)" == idle ]]; then
     echo "SLURM is up: one node ($HOST, $CPUS CPUs, partition debug). export SLURM_CONF=$SLURM_CONF"
     exit 0
