@@ -51,7 +51,9 @@ if [[ "$ACTION" == stop ]]; then
   exit 0
 fi
 
-# one start at a time: the test workers may each ask for the cluster at once
+# one start at a time: the test workers may each ask for the cluster at once.  What is
+# started from here on runs with the lock's descriptor closed (9>&-): a daemon holding it
+# would keep every later start waiting for ever.
 exec 9> "$DIR.lock"
 flock 9
 if command -v sinfo > /dev/null && answers; then
@@ -66,8 +68,8 @@ fi
 [[ "$(id -u)" == 0 ]] || { echo "error: starting a local SLURM cluster needs root (apt-get, munge, slurmd)" >&2; exit 1; }
 if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
   command -v apt-get > /dev/null || { echo "error: slurm-wlm and munge are missing and there is no apt-get to install them" >&2; exit 1; }
-  apt-get update -qq > "$DIR.apt.log" 2>&1 || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >> "$DIR.apt.log" 2>&1 ||
+  apt-get update -qq > "$DIR.apt.log" 2>&1 9>&- || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >> "$DIR.apt.log" 2>&1 9>&- ||
     { tail -n 20 "$DIR.apt.log" >&2; echo "error: could not install slurm-wlm and munge (see $DIR.apt.log)" >&2; exit 1; }
 fi
 
@@ -109,10 +111,10 @@ fi
 chown -R munge:munge /etc/munge /var/lib/munge /var/log/munge 2> /dev/null || true
 mkdir -p /run/munge && chown munge:munge /run/munge
 chmod 400 /etc/munge/munge.key
-pgrep -x munged > /dev/null || su -s /bin/sh munge -c /usr/sbin/munged
+pgrep -x munged > /dev/null || su -s /bin/sh munge -c /usr/sbin/munged 9>&-
 
-slurmctld -f "$SLURM_CONF"
-slurmd -f "$SLURM_CONF"
+slurmctld -f "$SLURM_CONF" 9>&-
+slurmd -f "$SLURM_CONF" 9>&-
 for attempt in $(seq 1 60); do
   # a node the saved state holds down or drained (a job that could not be killed) comes back
   [[ $attempt == 10 && "$(sinfo -h -o %T 2> /dev/null)" =~ ^(down|drain) ]] &&
