@@ -30,8 +30,11 @@ from .engine import (REPO, Console, FolderLock, LocalExecutor, Outcome, Step, St
 # the environment that changes what a recipe does, handed to its jobs
 RECIPE_ENVIRONMENT = ("SMOKE", "SMOKE_DATA", "TRAIN_EXTRA_ARGS", "REPORT_TOKENIZE", "REPORT_EXTRA_ARGS",
                       "RELPOS_ARCH_OVERRIDE", "SKIP_REPORT", "OMP_NUM_THREADS")
-# squeue's reasons for a pending job that no other job's end can change
-UNRUNNABLE = {"PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit"}
+# squeue's reasons for a pending job that will never start, with why: cancelled by --wait
+UNRUNNABLE = "SLURM will never start it ({}: it asks for more than the partition gives)"
+NEVER_STARTS = {"DependencyNeverSatisfied": "a job it waits for failed",
+                **{reason: UNRUNNABLE.format(reason) for reason in
+                   ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit")}}
 REQUEUE_WARNING_SECONDS = 180  # before --slurm-time ends, a training job requeues itself
 
 
@@ -150,7 +153,7 @@ class Slurm:
         self.launch = launch
         self.args = launch.args
         self.record = launch.log_dir / "jobs.json"  # job name -> SLURM job id of the last submission
-        self._node_cpus: Optional[int] = None
+        self.node_cpus = largest_node_cpus(self.args.slurm_partition)  # None where sinfo does not say
 
     def submit(self, jobs: Sequence[Job]) -> None:
         args = self.args
@@ -163,7 +166,6 @@ class Slurm:
                 if state.done and state.reason:
                     record_legacy(step)
         depends = job_dependencies(jobs)
-        self._node_cpus = largest_node_cpus(args.slurm_partition)
         previous = self._previous()
         ids: Dict[Job, str] = {}
         lines = []
@@ -190,7 +192,7 @@ class Slurm:
             return
         self._remember({**previous, **{job.name: ids[job] for job in ids}})
         if args.wait and ids:
-            self.wait(jobs, [i for i in ids.values()])
+            self.wait(ids)
 
     # --- the job script ---------------------------------------------------------------
     def script(self, job: Job, after: Sequence[str]) -> str:
@@ -244,7 +246,7 @@ class Slurm:
         """The CPUs a job asks for: --slurm-cpus-per-job, or by default the recipe's threads
         for the data and 4 a GPU (1 without) for a system, at most what a node has: a job
         that asks for more than any node of the partition would wait in the queue for ever."""
-        largest, where = self._node_cpus, self.args.slurm_partition or "the default partition"
+        largest, where = self.node_cpus, self.args.slurm_partition or "the default partition"
         if self.args.slurm_cpus_per_job:
             if largest and self.args.slurm_cpus_per_job > largest:
                 raise StepError(f"--slurm-cpus-per-job {self.args.slurm_cpus_per_job}: the largest node of "
@@ -282,34 +284,30 @@ class Slurm:
                                                                 "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
 
     # --- --wait -----------------------------------------------------------------------
-    def wait(self, jobs: Sequence[Job], ids: Sequence[str]) -> None:
+    def wait(self, ids: Dict[Job, str]) -> None:
+        """Follows the submitted (or still queued) jobs to their end; a job that would never
+        start is cancelled and named rather than waited for."""
         console = self.launch.console
-        console.log(f"waiting for {len(ids)} SLURM job(s): {', '.join(ids)}")
+        console.log(f"waiting for {len(ids)} SLURM job(s): {', '.join(ids.values())}")
         while True:
-            proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T %r"], capture_output=True,
-                                  text=True)
+            proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids.values()), "-o", "%i %T %r"],
+                                  capture_output=True, text=True)
             remaining = [line.split() for line in proc.stdout.splitlines() if line.strip()]
             if not remaining:
                 break
-            stuck = [fields[0] for fields in remaining if fields[-1] == "DependencyNeverSatisfied"]
-            if stuck:  # what a failed job was to feed never runs: say so rather than wait for ever
-                console.log(f"cancelling job(s) {', '.join(stuck)}: a job they wait for failed")
-                subprocess.run(["scancel", *stuck])
-            unrunnable = [fields for fields in remaining if fields[-1] in UNRUNNABLE]
-            for job_id, reason in ((fields[0], fields[-1]) for fields in unrunnable):
-                console.log(f"cancelling job {job_id}: SLURM will never start it ({reason}: it asks for more than "
-                            f"the partition gives; see scontrol show job {job_id})")
-            if unrunnable:
-                subprocess.run(["scancel", *(fields[0] for fields in unrunnable)])
+            never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
+            for job_id, why in never:
+                console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
+            if never:
+                subprocess.run(["scancel", *(job_id for job_id, _ in never)])
             time.sleep(2)
         unfinished = []  # the data or a report: without them there is nothing to report
-        for job, job_id in ((job, self._previous().get(job.name)) for job in jobs):
-            if job_id in ids:
-                state = job_state(job_id)
-                console.log(f"job {job_id} {job.name}: {state}")
-                if job.kind != "system" and not state.startswith("COMPLETED"):
-                    unfinished.append(f"{job.name} ({state}; {self.launch.log_dir}/{job.name}-{job_id}.out)")
-        failed = failures_of(jobs)
+        for job, job_id in ids.items():
+            state = job_state(job_id)
+            console.log(f"job {job_id} {job.name}: {state}")
+            if job.kind != "system" and not state.startswith("COMPLETED"):
+                unfinished.append(f"{job.name} ({state}; {self.launch.log_dir}/{job.name}-{job_id}.out)")
+        failed = failures_of(ids)
         for name, error in failed.items():
             console.log(f"FAILED {name}: {error}")
         if unfinished:

@@ -214,11 +214,12 @@ def train(a) -> None:
     if last.exists():
         check_checkpoint(last)
         max_update = option_value(a.command, "--max-update")
+        patience = option_value(a.command, "--patience")
         finished = None
         if max_update and int(max_update) > 0 and finished_updates(last) >= int(max_update):
             finished = f"has reached --max-update {max_update}"
-        elif stopped_early(save / "train.log", option_value(a.command, "--patience")):
-            finished = f"stopped early (--patience {option_value(a.command, '--patience')})"
+        elif stopped_early(save / "train.log", patience):
+            finished = f"stopped early (--patience {patience})"
         if finished:
             print(f"{last} {finished}: training had finished")
             if not (save / "checkpoint_best.pt").exists():
