@@ -1,6 +1,6 @@
 """fairseq-relpos: position schemes for fairseq Transformers and a length-bucket analysis.
 
-Besides the two packages, the distribution installs ``fairseq_relpos_compat.pth`` into
+Besides its packages, the distribution installs ``fairseq_relpos_compat.pth`` into
 site-packages; it imports ``fairseq_relpos_compat`` at interpreter start-up so that the
 stock ``fairseq-*`` commands run on Python >= 3.11, torch >= 2.6 and numpy 2.  Both the
 regular and the editable (PEP 660) build are hooked, since setuptools' editable wheels
@@ -43,14 +43,18 @@ setup(
         "fairseq_relpos.positions",
         "fairseq_relpos.modules",
         "fairseq_relpos.models",
-        "analysis",
+        "relpos_analysis",
+        "relpos_recipes",
+        "relpos_recipes.engine",
+        "relpos_recipes.tools",
+        "relpos_recipes.graphs",
     ],
     py_modules=["fairseq_relpos_compat"],
     install_requires=[
         "fairseq==0.12.2",
         "torch",
-        # analysis/ uses sacrebleu's sentence-statistics internals and reproduces its TER
-        # search (analysis/ter.py): versions checked by tests/test_analysis.py
+        # relpos_analysis uses sacrebleu's sentence-statistics internals and reproduces its TER
+        # search (relpos_analysis/ter.py): versions checked by tests/test_analysis.py
         "sacrebleu>=2,<2.7",
         "numba",
         "sentencepiece",
@@ -61,7 +65,7 @@ setup(
     # pytest 9.2 ignores xdist's loadgroup (pytest-xdist#1386): the tests that share a trained
     # model (xdist_group) would each train it on every worker
     extras_require={"test": ["pytest<9.2", "pytest-xdist"]},
-    entry_points={"console_scripts": ["relpos-report=analysis.report:main",
-                                      "relpos-leaderboard=analysis.leaderboard:main"]},
+    entry_points={"console_scripts": ["relpos-report=relpos_analysis.report:main",
+                                      "relpos-leaderboard=relpos_analysis.leaderboard:main"]},
     cmdclass={"build_py": BuildPyWithStartupPth, "editable_wheel": EditableWheelWithStartupPth},
 )

@@ -16,7 +16,7 @@
 #      on CPU, as many at a time as there are cores (one core each); fairseq's progress
 #      lines are shown prefixed with the system's name
 #   4. translate.sh: both test sets (fairseq-generate, beam 5)
-#   5. the length-bucket report (python -m analysis.report) for each test set: BLEU and TER
+#   5. the length-bucket report (python -m relpos_analysis.report) for each test set: BLEU and TER
 #      per length bucket with 95% confidence intervals and paired tests against the first
 #      system.  A pair's length is the longer of its two sides in subword tokens: the filter
 #      removed training pairs by either side, so that is what "beyond the training lengths"

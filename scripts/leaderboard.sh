@@ -16,7 +16,7 @@
 #      (OUT/leaderboard/choice/ARCH.json; the table of every rate in OUT/leaderboard/tuning.json);
 #   4. the other seeds (--seed + 1, ...) trained at the chosen rate (ARCH-lrLR-seedS), and
 #      every seed's model translates both test sets (beam 5);
-#   5. python -m analysis.leaderboard per test set, into OUT/leaderboard/SET/: board.md
+#   5. python -m relpos_analysis.leaderboard per test set, into OUT/leaderboard/SET/: board.md
 #      (printed), board.csv, board.json, board.tex, bleu.png and length_ratio.png: the
 #      schemes ranked by BLEU beyond the limit, with the chosen rate, the updates it took,
 #      BLEU within the limit, retention (beyond / within), the difference to the baseline

@@ -12,15 +12,15 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.lib_ter import translation_edit_rate
 from sacrebleu.significance import PairedTest
 
-from analysis import bootstrap, ter
-from analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
-from analysis.cache import StatisticsCache
-from analysis.evaluate import evaluate_by_length
-from analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
-from analysis.lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
-from analysis.metrics import MetricConfig, sentence_statistics
-from analysis.render import latex_table, markdown_table
-from analysis.textcheck import check_no_subword_markers, check_segmented, unsegmented_chars_per_token
+from relpos_analysis import bootstrap, ter
+from relpos_analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
+from relpos_analysis.cache import StatisticsCache
+from relpos_analysis.evaluate import evaluate_by_length
+from relpos_analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
+from relpos_analysis.lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
+from relpos_analysis.metrics import MetricConfig, sentence_statistics
+from relpos_analysis.render import latex_table, markdown_table
+from relpos_analysis.textcheck import check_no_subword_markers, check_segmented, unsegmented_chars_per_token
 
 WMT21 = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems"
 SACREBLEU_METRICS = {"bleu": BLEU, "ter": TER, "chrf": CHRF}
@@ -286,7 +286,7 @@ def test_statistics_do_not_depend_on_the_number_of_workers():
         assert all(np.array_equal(one[metric][name], two[metric][name]) for name in hyps)
 
 
-# --- TER: analysis.ter against sacrebleu's own search -------------------------------------
+# --- TER: relpos_analysis.ter against sacrebleu's own search -------------------------------------
 
 # sacrebleu's TER as the oracle costs seconds per system: one reference each (the
 # fewest-edits choice among several is covered by the multi-reference bucket case), and

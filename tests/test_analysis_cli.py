@@ -1,4 +1,4 @@
-"""The relpos-report command line (python -m analysis.report) on a slice of WMT21 De->En:
+"""The relpos-report command line (python -m relpos_analysis.report) on a slice of WMT21 De->En:
 outputs, fairseq-generate input, and one-line errors with no files left behind."""
 import csv
 import json
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
-from analysis import report
-from analysis.evaluate import check_resampling
-from analysis.io import InputError
-from analysis.report import main
+from relpos_analysis import report
+from relpos_analysis.evaluate import check_resampling
+from relpos_analysis.io import InputError
+from relpos_analysis.report import main
 
 WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
 WMT21_ZH = WMT21_DE_EN.parent / "zh-en" / "newstest2021.zh-en.src.zh"
@@ -289,7 +289,7 @@ def test_failed_write_leaves_no_files(data, tmp_path, capsys):
 
 def test_module_entry_point_exits_2_with_one_line(data):
     result = subprocess.run(
-        [sys.executable, "-m", "analysis.report"] + base_args(data) + ["--edges", "50,25"],
+        [sys.executable, "-m", "relpos_analysis.report"] + base_args(data) + ["--edges", "50,25"],
         capture_output=True, text=True,
     )
     assert result.returncode == 2
@@ -450,7 +450,7 @@ def test_the_files_are_written_before_the_table_meets_a_closed_stdout(data, tmp_
     """`relpos-report ... | head`: a reader that stops early costs no output file and no
     traceback."""
     out = tmp_path / "report"
-    command = [sys.executable, "-m", "analysis.report"] + base_args(data, SYSTEMS[:2]) + [
+    command = [sys.executable, "-m", "relpos_analysis.report"] + base_args(data, SYSTEMS[:2]) + [
         "--metrics", "bleu", "--bootstrap", "10", "--out-dir", str(out)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdout.close()  # the reader has gone before the first line

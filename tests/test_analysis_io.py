@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import io as analysis_io
-from analysis.cache import StatisticsCache
-from analysis.io import InputError, fairseq_segments, read_lines, read_segments
-from analysis.metrics import MetricConfig, sentence_statistics, signature
+from relpos_analysis import io as analysis_io
+from relpos_analysis.cache import StatisticsCache
+from relpos_analysis.io import InputError, fairseq_segments, read_lines, read_segments
+from relpos_analysis.metrics import MetricConfig, sentence_statistics, signature
+from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
-GEN_OUTPUT = Path(__file__).resolve().parents[1] / "scripts" / "lib" / "gen_output.py"
 
 # fairseq-generate --nbest 2: each id's best hypothesis first, then the second best
 NBEST_LOG = """2026-01-01 12:00:00 | INFO | fairseq_cli.generate | loading model
@@ -40,9 +40,7 @@ def test_gen_output_writes_the_best_of_nbest_hypotheses(tmp_path):
     log = tmp_path / "generate.log"
     log.write_text(NBEST_LOG, encoding="utf-8")
     out = tmp_path / "hyp.seg"
-    proc = subprocess.run([sys.executable, str(GEN_OUTPUT), "--log", str(log), "--n", "2", "--out", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    write_hypotheses(log, 2, out)
     assert out.read_text(encoding="utf-8") == "best of zero\nbest of one\n"
     assert read_segments(log, "system") == ["best of zero", "best of one"]
     assert sorted(tmp_path.iterdir()) == [log, out]
@@ -61,11 +59,11 @@ def test_one_reader_refuses_missing_and_extra_sentences():
 
 
 def test_gen_output_names_the_log_it_cannot_use(tmp_path):
-    command = [sys.executable, str(GEN_OUTPUT), "--n", "2", "--out", str(tmp_path / "hyp.seg"), "--log"]
     for log, message in ((tmp_path, f"error: --log: {tmp_path} is a folder; expected a file"),
                          (tmp_path / "gone.log", f"error: --log: no such file: {tmp_path / 'gone.log'}")):
-        proc = subprocess.run(command + [str(log)], capture_output=True, text=True)
-        assert proc.returncode == 2 and proc.stderr == message + "\n"
+        with pytest.raises(SystemExit) as refused:
+            write_hypotheses(log, 2, tmp_path / "hyp.seg")
+        assert str(refused.value) == message
     assert not (tmp_path / "hyp.seg").exists()
 
 
@@ -77,7 +75,7 @@ def test_a_byte_order_mark_is_not_part_of_the_first_sentence(tmp_path):
 
 def test_a_failure_midway_leaves_the_previous_files(tmp_path, monkeypatch):
     """Moving the third of four new files in fails: the folder keeps the previous set, whole."""
-    from analysis.io import write_files
+    from relpos_analysis.io import write_files
 
     names = ["a.md", "b.json", "c.csv", "d.tex"]
     old = {tmp_path / name: f"old {name}".encode() for name in names[:3]}  # d.tex is new

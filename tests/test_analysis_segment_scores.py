@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sacrebleu.significance import _compute_p_value
 
-from analysis import bootstrap, leaderboard
-from analysis.buckets import buckets_from_edges
-from analysis.evaluate import evaluate_by_length
-from analysis.report import main as report_main
+from relpos_analysis import bootstrap, leaderboard
+from relpos_analysis.buckets import buckets_from_edges
+from relpos_analysis.evaluate import evaluate_by_length
+from relpos_analysis.report import main as report_main
 
 N = 90
 

@@ -1,4 +1,4 @@
-"""The board of issue #24's protocol (python -m analysis.leaderboard): each scheme's learning
+"""The board of issue #24's protocol (python -m relpos_analysis.leaderboard): each scheme's learning
 rate and the updates its trainings took, read from real fairseq-train logs; BLEU within the
 training limit and the retention beyond it; systems that did not learn the task listed apart,
 unranked; the difference to the baseline with its paired bootstrap interval; the
@@ -10,8 +10,8 @@ import statistics
 import pytest
 from sacrebleu.metrics import BLEU
 
-from analysis import bootstrap, leaderboard
-from analysis.board import training_info
+from relpos_analysis import bootstrap, leaderboard
+from relpos_analysis.board import training_info
 from conftest import REPO_ROOT, TINY_TRAIN_ARGS, fairseq
 from test_leaderboard import LIMIT, corpus, degraded, write
 

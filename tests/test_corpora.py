@@ -1,4 +1,4 @@
-"""scripts/lib/corpora.py, the WMT data: a test set is used only at its official size, the
+"""relpos_recipes.tools.corpora, the WMT data: a test set is used only at its official size, the
 downloaded dev.tgz/test.tgz only with the md5 sum sacrebleu records for it, a failed
 download ends in one line saying what to do, and a damaged archive is refused by name.
 
@@ -23,16 +23,14 @@ import pytest
 
 from conftest import REPO_ROOT, shared_path
 
-LIB = REPO_ROOT / "scripts" / "lib"
-sys.path.insert(0, str(LIB))
-import corpora  # noqa: E402
+from relpos_recipes.tools import corpora
 
 
 def corpora_py(*args, env=None):
     """`python corpora.py ARGS` outside a SMOKE=1 run; the CompletedProcess."""
     full_env = {k: v for k, v in os.environ.items() if k != "SMOKE"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, LIB / "corpora.py", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "relpos_recipes.tools.corpora", *map(str, args)],
                           capture_output=True, text=True, env=full_env)
 
 

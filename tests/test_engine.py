@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.engine import (Console, FolderLock, LocalExecutor, Out, OutDir, Step, StepError,
+from relpos_recipes.engine import (Console, FolderLock, LocalExecutor, Out, OutDir, Step, StepError,
                             describe, plan, read_manifest)
 
 PY = sys.executable
@@ -219,7 +219,7 @@ def test_a_killed_run_leaves_no_finished_output_and_stops_its_steps(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
         from pathlib import Path
-        from recipes.engine import LocalExecutor, Out, Step
+        from relpos_recipes.engine import LocalExecutor, Out, Step
         home = Path({str(tmp_path)!r})
         code = ("import os, sys, time, pathlib; pathlib.Path(sys.argv[1]).write_text('half');"
                 "pathlib.Path(sys.argv[2]).write_text(str(os.getpid()));"
@@ -259,8 +259,8 @@ def test_an_interrupted_run_stops_its_steps_and_says_so_on_the_next_run(tmp_path
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
         from pathlib import Path
-        from recipes.console import Console
-        from recipes.engine import LocalExecutor, Out, Step
+        from relpos_recipes.engine import Console
+        from relpos_recipes.engine import LocalExecutor, Out, Step
         home = Path({str(tmp_path)!r})
         code = ("import sys, time, pathlib; pathlib.Path(sys.argv[2]).write_text('started');"
                 "time.sleep(0 if pathlib.Path(sys.argv[3]).exists() else 60); pathlib.Path(sys.argv[1]).write_text('x')")

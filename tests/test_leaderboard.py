@@ -1,4 +1,4 @@
-"""The leaderboard (analysis.board, analysis.board_render, python -m analysis.leaderboard) on
+"""The leaderboard (relpos_analysis.board, relpos_analysis.board_render, python -m relpos_analysis.leaderboard) on
 translations of known quality: the ranking, the seeds' mean and spread against sacrebleu's
 own corpus scores, the pooled paired test, failures kept on the board, the training logs,
 and the refusals of bad input."""
@@ -10,10 +10,10 @@ import statistics
 import pytest
 from sacrebleu.metrics import BLEU
 
-from analysis import board_render, leaderboard
-from analysis.board import build_board, training_info
-from analysis.buckets import buckets_from_edges
-from analysis.io import InputError
+from relpos_analysis import board_render, leaderboard
+from relpos_analysis.board import build_board, training_info
+from relpos_analysis.buckets import buckets_from_edges
+from relpos_analysis.io import InputError
 
 LIMIT = 20
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from conftest import local_slurm
+from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
-LIB = SCRIPTS / "lib"
 NEWSTEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt-newstest"
 DEEN = NEWSTEST / "de-en"
 ZHEN = NEWSTEST / "zh-en"
@@ -138,7 +138,7 @@ def test_translate_dry_run(tmp_path):
 def test_recipes_dry_run(tmp_path, smoke):
     """--dry-run lists every step of a recipe's graph with its command, and does nothing."""
     want = {
-        "table1": ["corpora.py corpus --pair de-en", "corpora.py corpus --pair zh-en", "transformer_abs",
+        "table1": ["relpos_recipes.tools.corpora corpus --pair de-en", "relpos_recipes.tools.corpora corpus --pair zh-en", "transformer_abs",
                    "transformer_rel", "newstest2018", "newstest2019", "table1-zh-en"],
         "table2": ["binarize len75", "transformer_lstm_pos-len100", "transformer_abs-len75",
                    "transformer_rel-len75", "newstest_all", "--baseline Absolute@100"],
@@ -153,8 +153,8 @@ def test_recipes_dry_run(tmp_path, smoke):
                    tmp_path / "w", "--runs-root", tmp_path / "r",
                    "--system", "NoPE@100=transformer_nope@100", "--system", "T5@75=transformer_t5@75"],
                   env={"SMOKE": smoke}).stdout
-        for n in needles + ["recipes.tools train", "recipes.tools translate", "fairseq-train", "fairseq-generate",
-                            "analysis.report", "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75",
+        for n in needles + ["relpos_recipes.tools.fairseq_train", "relpos_recipes.tools.fairseq_generate", "fairseq-train", "fairseq-generate",
+                            "relpos_analysis.report", "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75",
                             "T5@75=", "[run (not run before)] train transformer_nope-len100"]:
             assert n in out, (table, n)
         assert ("--encoder-layers 1" in out) == (smoke == "1")
@@ -169,14 +169,14 @@ def test_filter_pairs_counts(tmp_path):
     tgt = ["b " * 3, "b " * 2, "b", "b " * 30, "b " * 4]
     (tmp_path / "s").write_text("\n".join(x.strip() for x in src) + "\n")
     (tmp_path / "t").write_text("\n".join(x.strip() for x in tgt) + "\n")
-    out = run([sys.executable, LIB / "filter_pairs.py", "--src", tmp_path / "s", "--tgt",
+    out = run([sys.executable, "-m", "relpos_recipes.tools.filter_pairs", "--src", tmp_path / "s", "--tgt",
                tmp_path / "t", "--out-src", tmp_path / "os", "--out-tgt", tmp_path / "ot",
                "--max-len", "5", "--report", tmp_path / "f.txt"]).stdout
     # removed: line 2 (source 10 > 5), line 4 (target 30 > 5); the empty source is kept here
     assert "kept 3 of 5 pairs (60.00%), removed 2 (40.00%)" in out
     assert lines(tmp_path / "os") == ["a a a", "", "a a a a"]
     assert json.loads((tmp_path / "f.json").read_text())["removed"] == 2
-    out = run([sys.executable, LIB / "filter_pairs.py", "--src", tmp_path / "s", "--tgt",
+    out = run([sys.executable, "-m", "relpos_recipes.tools.filter_pairs", "--src", tmp_path / "s", "--tgt",
                tmp_path / "t", "--out-src", tmp_path / "os", "--out-tgt", tmp_path / "ot",
                "--min-len", "1", "--max-ratio", "9"]).stdout
     # removed: the empty source; 2 vs 30 tokens (ratio 15)
@@ -185,7 +185,7 @@ def test_filter_pairs_counts(tmp_path):
 
 
 def tool(*args, cwd=REPO, check=True):
-    return run([sys.executable, "-m", "recipes.tools", *map(str, args)], cwd=cwd, check=check)
+    return run([sys.executable, "-m", "relpos_recipes.tools.text", *map(str, args)], cwd=cwd, check=check)
 
 
 def test_concat_lines_by_two_and_three(tmp_path):
@@ -202,11 +202,11 @@ def test_concat_lines_by_two_and_three(tmp_path):
 def test_fetch_is_atomic(tmp_path):
     (tmp_path / "remote.bin").write_bytes(b"x" * 100_000)
     dest = tmp_path / "raw" / "file.bin"
-    run([sys.executable, LIB / "corpora.py", "fetch", (tmp_path / "remote.bin").as_uri(), dest])
+    run([sys.executable, "-m", "relpos_recipes.tools.corpora", "fetch", (tmp_path / "remote.bin").as_uri(), dest])
     assert dest.read_bytes() == b"x" * 100_000
     assert not (tmp_path / "raw" / "file.bin.part").exists()
     bad = tmp_path / "raw" / "missing.bin"
-    r = run([sys.executable, LIB / "corpora.py", "fetch", (tmp_path / "nope").as_uri(), bad,
+    r = run([sys.executable, "-m", "relpos_recipes.tools.corpora", "fetch", (tmp_path / "nope").as_uri(), bad,
              "--retries", "1"], check=False)
     assert r.returncode != 0 and "could not download" in r.stderr
     assert not bad.exists()
@@ -214,7 +214,7 @@ def test_fetch_is_atomic(tmp_path):
 
 def _corpus(tmp_path, pair, name, *dirs, offline=True):
     out = tmp_path / "out" / name
-    cmd = [sys.executable, LIB / "corpora.py", "corpus", "--pair", pair, "--name", name,
+    cmd = [sys.executable, "-m", "relpos_recipes.tools.corpora", "corpus", "--pair", pair, "--name", name,
            "--raw-dir", tmp_path / "raw", "--out-prefix", out]
     for d in dirs:
         cmd += ["--search", d]
@@ -292,7 +292,7 @@ def test_testset_from_sgm_in_dev_tgz(tmp_path):
                           ["A sentence .", "Another one"]),
                          ("newstest2008", ["Alt"], ["Old"])]:
         out = tmp_path / "orig" / name
-        r = run([sys.executable, LIB / "corpora.py", "testset", "--pair", "de-en", "--name",
+        r = run([sys.executable, "-m", "relpos_recipes.tools.corpora", "testset", "--pair", "de-en", "--name",
                  name, "--search", local, "--raw-dir", tmp_path / "raw", "--out-prefix", out,
                  "--offline", "--stand-in"], check=False)
         assert r.returncode == 0, r.stderr
@@ -452,7 +452,7 @@ def test_toy_preparation_and_test_sets(tmp_path):
         assert f"kept {len(kept)} of 1500 pairs" in proc.stdout
         assert (work / "data-bin" / f"len{n}" / "shard0" / "train.src-tgt.src.bin").exists()
     # the test set is the generator's output for seed + 2000
-    run([sys.executable, LIB / "toy_corpus.py", "--lexicon-size", "small", "--n", "41",
+    run([sys.executable, "-m", "relpos_recipes.tools.toy_corpus", "--lexicon-size", "small", "--n", "41",
          "--seed", "2001", "--min-words", "30", "--max-words", "60", "--out-prefix", tmp_path / "direct"])
     for lang in ("src", "tgt"):
         assert lines(work / "orig" / f"test.{lang}") == lines(tmp_path / f"direct.{lang}")
@@ -549,7 +549,7 @@ def test_smoke_table3_to_a_report(tmp_path):
     if local_slurm()[0] is not None:
         pytest.skip("SMOKE table 3 and table 5 run through SLURM in tests/test_slurm.py")
     env = {"SMOKE": "1", "SMOKE_DATA": str(NEWSTEST)}
-    report_ok = run([sys.executable, "-c", "import analysis.report"], check=False).returncode == 0
+    report_ok = run([sys.executable, "-c", "import relpos_analysis.report"], check=False).returncode == 0
     if not report_ok:
         env["SKIP_REPORT"] = "1"
     roots = ["--work-root", tmp_path / "work", "--runs-root", tmp_path / "runs"]
@@ -570,7 +570,7 @@ def test_smoke_table3_to_a_report(tmp_path):
     assert again.stderr.count("skip  train ") == 4 and again.stderr.count("skip  translate ") == 4
     assert "start " not in again.stderr
     if not report_ok:
-        pytest.skip("analysis.report not importable: translations checked, report skipped")
+        pytest.skip("relpos_analysis.report not importable: translations checked, report skipped")
     md = (tmp_path / "runs" / "smoke" / "reports" / "table3" / "report.md").read_text()
     for name in ("Absolute@100", "Relative@100", "Absolute@75", "Relative@75"):
         assert name in md and name in proc.stdout  # the markdown table also goes to stdout
@@ -704,17 +704,16 @@ def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
 def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
     """fairseq-generate told to skip sentences (--skip-invalid-size-inputs-valid-test) prints
     no H- line for them: that is an error, not an empty hypothesis."""
-    (tmp_path / "generate.log").write_text("S-0\ta b\nH-0\t-0.1\tx y\nS-2\tc\nH-2\t-0.2\tz\n")
-    cmd = [sys.executable, LIB / "gen_output.py", "--log", tmp_path / "generate.log",
-           "--out", tmp_path / "hyp.seg", "--n"]
-    proc = run(cmd + ["3"], check=False)
-    assert proc.returncode != 0 and "no hypothesis for 1 of 3 sentences (ids [1])" in proc.stderr
-    assert not list(tmp_path.glob("hyp.seg*"))
-    proc = run(cmd + ["1"], check=False)  # an id beyond the source lines is refused too
-    assert proc.returncode != 0 and "beyond the 1 source lines" in proc.stderr
-    (tmp_path / "generate.log").write_text("H-1\t-0.1\tb\nH-0\t-0.1\ta\n")
-    run(cmd + ["2"])
-    assert lines(tmp_path / "hyp.seg") == ["a", "b"]
+    log, out = tmp_path / "generate.log", tmp_path / "hyp.seg"
+    log.write_text("S-0\ta b\nH-0\t-0.1\tx y\nS-2\tc\nH-2\t-0.2\tz\n")
+    with pytest.raises(SystemExit, match=r"no hypothesis for 1 of 3 sentences \(ids \[1\]\)"):
+        write_hypotheses(log, 3, out)
+    assert not out.exists()
+    with pytest.raises(SystemExit, match="beyond the 1 source lines"):  # an id beyond the source lines too
+        write_hypotheses(log, 1, out)
+    log.write_text("H-1\t-0.1\tb\nH-0\t-0.1\ta\n")
+    write_hypotheses(log, 2, out)
+    assert lines(out) == ["a", "b"]
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The recipes' command lines (scripts/*.sh over python -m recipes): bad options are refused
+"""The recipes' command lines (scripts/*.sh over python -m relpos_recipes): bad options are refused
 up front, naming the option and what it expects, before any folder is made; a folder is used
 by one run at a time."""
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.engine import FolderLock
+from relpos_recipes.engine import FolderLock
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
@@ -67,7 +67,7 @@ def test_a_folder_in_use_by_another_run_is_refused_by_name(tmp_path):
 def test_an_option_given_twice_takes_its_last_value_as_fairseq_does():
     """SMOKE's --max-update 16 followed by TRAIN_EXTRA_ARGS' --max-update 100: fairseq trains
     to 100, so a resumed training is finished only there."""
-    from recipes.tools import option_value
+    from relpos_recipes.tools import option_value
 
     assert option_value(["--max-update", "16", "--lr", "1", "--max-update=100"], "--max-update") == "100"
     assert option_value(["--lr", "1"], "--max-update") is None

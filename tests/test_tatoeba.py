@@ -1,4 +1,4 @@
-"""The Tatoeba German->English preparation (scripts/prepare-tatoeba.sh, scripts/lib/tatoeba.py)
+"""The Tatoeba German->English preparation (scripts/prepare-tatoeba.sh, relpos_recipes.tools.tatoeba)
 and its recipe (scripts/reproduce/tatoeba.sh).
 
 The split and the refusals run on small files written here, in both export formats; the
@@ -15,10 +15,8 @@ import zipfile
 import pytest
 
 from conftest import shared_path
-from test_pipelines import LIB, SCRIPTS, lines, run
-
-sys.path.insert(0, str(LIB))
-import tatoeba  # noqa: E402
+from relpos_recipes.tools import tatoeba
+from test_pipelines import SCRIPTS, lines, run
 
 EXPORT = ("data", "tatoeba-deu-eng", "deu.txt")
 
@@ -284,7 +282,7 @@ def closed_port():
 def test_download_without_a_network_fails_in_one_line_saying_how_to_place_the_file(tmp_path):
     out = tmp_path / "raw" / "deu-eng.zip"
     url = f"http://127.0.0.1:{closed_port()}/deu-eng.zip"
-    proc = run([sys.executable, LIB / "tatoeba.py", "download", "--url", url, "--out", out],
+    proc = run([sys.executable, "-m", "relpos_recipes.tools.tatoeba", "download", "--url", url, "--out", out],
                env={"RELPOS_FETCH_RETRIES": "1"}, check=False)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr

@@ -5,7 +5,6 @@ inflection), not through the generator's internals, so the tests see what a mode
 """
 import collections
 import hashlib
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,19 +12,8 @@ from pathlib import Path
 
 import pytest
 
-TOY_CORPUS = Path(__file__).resolve().parents[1] / "scripts" / "lib" / "toy_corpus.py"
+from relpos_recipes.tools import toy_corpus  # noqa: E402
 
-
-def _load_toy_corpus():
-    """scripts/lib/toy_corpus.py, the generator beside the scripts that run it."""
-    spec = importlib.util.spec_from_file_location("toy_corpus", TOY_CORPUS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["toy_corpus"] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-toy_corpus = _load_toy_corpus()
 build_lexicon, generate_pairs, main = toy_corpus.build_lexicon, toy_corpus.generate_pairs, toy_corpus.main
 
 LEXICON = build_lexicon()
@@ -260,7 +248,7 @@ def test_cli_help(capsys):
 
 def test_module_runs_from_the_command_line_without_torch(tmp_path):
     # -X importtime lists every module the run imported: the generator needs no torch
-    command = [sys.executable, "-X", "importtime", str(TOY_CORPUS), "--out-prefix", str(tmp_path / "c"),
+    command = [sys.executable, "-X", "importtime", "-m", "relpos_recipes.tools.toy_corpus", "--out-prefix", str(tmp_path / "c"),
                "--n", "3", "--seed", "1", "--min-words", "3", "--max-words", "9"]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -41,7 +41,7 @@ sys.exit(not all(map(u.find_spec, ('fairseq_relpos_compat', 'fairseq', 'torch'))
   # Python 3.12 syntax, so compileall's status is not an error.)
   relpos_log "byte-compiling $VIRTUAL_ENV"
   python -m compileall -qq -j 0 "$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" \
-    "$REPO_ROOT/fairseq_relpos" "$REPO_ROOT/recipes" "$REPO_ROOT/analysis" "$REPO_ROOT/fairseq_relpos_compat.py" || true
+    "$REPO_ROOT/fairseq_relpos" "$REPO_ROOT/relpos_recipes" "$REPO_ROOT/relpos_analysis" "$REPO_ROOT/fairseq_relpos_compat.py" || true
   echo "$relpos_wanted_stamp" > "$relpos_install_stamp"
 fi
 unset relpos_install_stamp relpos_wanted_stamp

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by every script: its --help (the comment block at its top), then the recipe of the
-# same name in Python (python -m recipes NAME, see recipes/), in the project's environment.
+# same name in Python (python -m relpos_recipes NAME, see relpos_recipes/), in the project's environment.
 relpos_recipe() {
   local name=$1 arg script=${BASH_SOURCE[1]}
   shift
@@ -13,7 +13,7 @@ relpos_recipe() {
   done
   relpos_enter_env
   export TQDM_DISABLE=1  # no progress bars from subword-nmt, sacremoses or fairseq in the logs
-  PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}" exec python -m recipes "$name" "$@"
+  exec python -m relpos_recipes "$name" "$@"
 }
 
 # The environment (scripts/lib/env.sh) is checked once per process tree, and never by one of

@@ -5,7 +5,7 @@
 # Usage: scripts/reproduce/table1.sh [options]          (SMOKE=1 for a tiny CPU run)
 #
 # Steps: prepare-wmt19-de-en.sh and prepare-wmt19-zh-en.sh, build-test-sets.sh, train.sh for
-# each system, translate.sh, then python -m analysis.report per direction.
+# each system, translate.sh, then python -m relpos_analysis.report per direction.
 #   runs/wmt19-PAIR/ARCH-len100/          checkpoints, logs and translations
 #   runs/reports/table1-de-en, table1-zh-en   report.md/json/csv/tex, plots
 # Study: De->En 40.4/46.7 (Absolute), 40.4/46.9 (Relative) BLEU/TER;

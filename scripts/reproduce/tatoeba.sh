@@ -7,7 +7,7 @@
 #
 # Steps: prepare-tatoeba.sh (split, Moses tokenization, 10k joint BPE merges, length filter,
 # test sets test, concat_seq and concat3_seq), then per system train.sh and translate.sh
-# (beam 5) on the three test sets, then python -m analysis.report per test set: BLEU and TER
+# (beam 5) on the three test sets, then python -m relpos_analysis.report per test set: BLEU and TER
 # (sacreBLEU, 13a, on detokenized text) per length bucket, with 95% bootstrap intervals and
 # paired tests against the first system, and the plots.  A pair's length is its longer side
 # in subword tokens; the buckets are at multiples of the limit (test: 1, 1.5, 2 and 3x;

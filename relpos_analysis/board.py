@@ -1,0 +1,381 @@
+"""The leaderboard: systems, each trained with several seeds, scored per length bucket and
+ranked by BLEU beyond the training lengths, among the systems that learned the task within
+them.
+
+Every score is a corpus score of one seed's translations (sacrebleu, through
+relpos_analysis.evaluate); a cell holds the scores of all seeds, reported as their mean and
+spread.  The paired test against the baseline pools the seeds: seed k of a system is paired
+with seed k of the baseline on the same sentences, and that pooled set is resampled (paired
+bootstrap resampling, as in the length report), so one test uses every seed's translations;
+the difference to the baseline gets its 95% interval from the same resamples.
+
+A system whose mean BLEU within the training limit is below the learned threshold did not
+learn the task: its score beyond the limit would measure how far it got, not how it
+extrapolates, so it is listed apart, unranked.
+"""
+import statistics
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .buckets import Bucket, bucket_members
+from .evaluate import LengthReport, MetricResult, check_baseline, check_resampling, evaluate_by_length
+from .fairseq_log import FAIRSEQ_TRAIN_LINE, LEARNING_RATE, PARAMETERS, UPDATES, UPDATES_PER_SECOND
+from .io import InputError
+from .metrics import MetricConfig, segment_signature, sentence_statistics, signature
+
+METRICS = ("bleu", "ter")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One score over seeds."""
+    values: Tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def sd(self) -> float:
+        """Sample standard deviation (0 for a single seed)."""
+        return statistics.stdev(self.values) if len(self.values) > 1 else 0.0
+
+    @property
+    def lo(self) -> float:
+        return min(self.values)
+
+    @property
+    def hi(self) -> float:
+        return max(self.values)
+
+
+def spread(values: Sequence[Optional[float]]) -> Optional[Spread]:
+    """The seeds' scores as a Spread; None when a seed has none (an empty bucket)."""
+    if not values or any(value is None for value in values):
+        return None
+    return Spread(tuple(values))
+
+
+@dataclass(frozen=True)
+class TrainingInfo:
+    """What a system's fairseq-train logs say about its training and its cost."""
+    parameters: Optional[int] = None
+    seconds_per_update: Optional[float] = None
+    learning_rate: Optional[Tuple[float, ...]] = None  # fairseq's --lr: one rate per epoch
+    updates: Optional[Spread] = None  # updates each seed's training took
+
+
+def check_training_log(lines: Sequence[str], path, option: str) -> None:
+    """Refuse a file with no line of fairseq-train's: its numbers would silently be none."""
+    if not any(FAIRSEQ_TRAIN_LINE.search(line) for line in lines):
+        raise InputError(f"{option}: {path} is not a fairseq-train log (no line has '| "
+                         "fairseq_cli.train |', '| train_inner |', '| train |' or 'num. shared "
+                         "model params'); expected the log fairseq-train wrote (train.log)")
+
+
+def training_info(logs: Sequence[Sequence[str]], option: str = "") -> TrainingInfo:
+    """What the logs of one system, one per seed, say: parameters (fairseq-train's "num.
+    shared model params"), the median seconds per update over the progress and end-of-epoch
+    lines, the learning rate of its configuration and each seed's updates (the last
+    num_updates: a resumed training appends to its log).  ``option`` names the logs in errors."""
+    named = f"{option}: " if option else ""
+    parameters = {int(m.group(1).replace(",", "")) for log in logs for line in log
+                  for m in [PARAMETERS.search(line)] if m}
+    if len(parameters) > 1:
+        raise InputError(f"{named}the training logs of one system disagree on its parameter count: "
+                         f"{sorted(parameters)}")
+    # the last configuration of a log is the one its final updates ran with
+    learning_rates = {matches[-1] for log in logs
+                      for matches in [[m.group(1) for line in log for m in LEARNING_RATE.finditer(line)]]
+                      if matches}
+    if len(learning_rates) > 1:
+        raise InputError(f"{named}the training logs of one system disagree on its learning rate: "
+                         f"{' and '.join(f'[{rate}]' for rate in sorted(learning_rates))}; a "
+                         "system's seeds are trained at one rate")
+    rates = [float(m.group(1)) for log in logs for line in log
+             for m in [UPDATES_PER_SECOND.search(line)] if m and float(m.group(1)) > 0]
+    updates = [[int(m.group(1)) for line in log for m in [UPDATES.search(line)] if m] for log in logs]
+    return TrainingInfo(
+        parameters=parameters.pop() if parameters else None,
+        seconds_per_update=statistics.median(1 / rate for rate in rates) if rates else None,
+        learning_rate=(tuple(float(rate) for rate in learning_rates.pop().split(","))
+                       if learning_rates else None),
+        updates=spread([seed[-1] if seed else None for seed in updates]),
+    )
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A system's score minus the baseline's on their seeds pooled, with its 95% interval
+    over the pooled test's resamples (None without resampling)."""
+    value: float
+    ci_lo: Optional[float]
+    ci_hi: Optional[float]
+
+
+@dataclass
+class BoardCell:
+    """One system on one sentence set: a bucket, or every pair within or beyond the
+    training limit."""
+    n: int
+    scores: Dict[str, Optional[Spread]]  # metric -> its seeds' scores
+    length_ratio: Optional[Spread]
+    p_values: Dict[str, Optional[float]]  # metric -> pooled paired test; None for the baseline
+    differences: Dict[str, Optional[Difference]]  # metric -> to the baseline; None for it
+
+
+@dataclass
+class BoardRow:
+    system: str
+    seeds: int  # seeds with translations
+    cells: List[BoardCell]  # one per bucket
+    beyond: Optional[BoardCell]  # every pair longer than the training limit; None if failed
+    training: TrainingInfo
+    step_time_ratio: Optional[float]  # seconds per update over the baseline's
+    failure: Optional[str] = None  # why seeds (or all of them) have no translations
+    rank: Optional[int] = None  # None: not ranked (did not learn, or nothing to rank)
+    within: Optional[BoardCell] = None  # every pair within the training limit; None if failed
+    retention: Optional[Spread] = None  # each seed's BLEU beyond the limit / within it
+    # mean BLEU within the limit reached the learned threshold; None: not judged (no
+    # threshold, no translations or no pair within the limit)
+    learned: Optional[bool] = None
+
+
+@dataclass
+class Board:
+    baseline: str
+    train_limit: int
+    buckets: List[Bucket]
+    sizes: List[int]
+    within: Bucket  # every pair within the training limit
+    within_size: int
+    beyond: Bucket
+    beyond_size: int
+    rows: List[BoardRow]  # ranked, then those that did not learn, then the failed ones
+    n_bootstrap: int
+    seed: int
+    signatures: Dict[str, str]
+    metrics: List[str]  # METRICS, then the segment-score metrics
+    learned_threshold: float  # 0: no system is judged
+    baseline_failure: Optional[str] = None  # why the baseline has no translations (no tests)
+
+    def row(self, system: str) -> BoardRow:
+        return next(row for row in self.rows if row.system == system)
+
+    @property
+    def has_tests(self) -> bool:
+        return self.n_bootstrap > 0 and self.baseline_failure is None
+
+
+def build_board(
+    lengths: Sequence[int],
+    references: Sequence[str],
+    systems: Dict[str, List[List[str]]],
+    buckets: Sequence[Bucket],
+    train_limit: int,
+    baseline: Optional[str] = None,
+    failures: Optional[Dict[str, str]] = None,
+    training: Optional[Dict[str, TrainingInfo]] = None,
+    tokenize: Optional[str] = None,
+    n_bootstrap: int = 1000,
+    seed: int = 12345,
+    workers: int = 1,
+    segment_scores: Optional[Dict[str, Dict[str, List[Sequence[float]]]]] = None,
+    learned_threshold: float = 0.0,
+) -> Board:
+    """The leaderboard of ``systems`` (name -> one list of translations per seed).
+
+    ``failures`` names systems whose seeds failed (training or translation) and why: a
+    system with no translations at all is listed, unranked, with its failure; so is a
+    baseline without translations, and the board then has no paired tests.  ``training``
+    gives each system's parameter count, step time, learning rate and updates.  Systems are
+    ranked by their mean BLEU over seeds on every pair longer than ``train_limit``, except
+    those whose mean BLEU within it is below ``learned_threshold`` (0: none is judged), which
+    are listed after the ranked ones, unranked.  Each seed's sentence
+    statistics are computed once (in ``workers`` processes) and serve every grouping and the
+    pooled test.  ``segment_scores`` maps a metric computed elsewhere to each system's
+    sentence scores, one list per seed (see evaluate_by_length).
+    """
+    failures, training = dict(failures or {}), dict(training or {})
+    segment_scores = dict(segment_scores or {})
+    names = list(systems) + [name for name in failures if name not in systems]
+    if not names:
+        raise InputError("no system to put on the board")
+    if not 0 <= learned_threshold <= 100:
+        raise InputError(f"the learned threshold is a BLEU score from 0 to 100, got {learned_threshold:g}")
+    check_baseline(baseline, names)
+    baseline = baseline or next(iter(systems), names[0])
+    for name, seeds in systems.items():
+        if not seeds:
+            raise InputError(f"{name}: no translations (list it as a failure instead)")
+    for metric, by_system in segment_scores.items():
+        for name, seeds in systems.items():
+            if len(by_system.get(name, [])) != len(seeds):
+                raise InputError(f"{metric}: {len(by_system.get(name, []))} files of segment "
+                                 f"scores for {name}, which has {len(seeds)} seeds")
+    baseline_failure = None if baseline in systems else failures[baseline]
+    tested = n_bootstrap > 0 and baseline_failure is None
+    if tested:
+        pooled_sentences = len(lengths) * max(len(seeds) for seeds in systems.values())
+        check_resampling(n_bootstrap, 1, seed, pooled_sentences)
+    metrics = list(METRICS) + list(segment_scores)
+    within, beyond = halves = [Bucket(0, train_limit), Bucket(train_limit + 1, None)]
+    configs = [MetricConfig(metric, tokenize) for metric in METRICS]
+    seeds = _seeds(systems, segment_scores)
+    stats = [sentence_statistics(configs, [references], hyps, workers)
+             for hyps, _ in seeds]  # [seed k][metric][system]: sentences x statistics
+    per_seed = _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats)
+    pooled = (_pooled_tests(lengths, references, systems, segment_scores, baseline, buckets,
+                            halves, tokenize, n_bootstrap, seed, stats)
+              if tested else {name: [] for name in systems})
+    base_time = training.get(baseline, TrainingInfo()).seconds_per_update
+    rows = []
+    for name in names:
+        info = training.get(name, TrainingInfo())
+        ratio = (info.seconds_per_update / base_time
+                 if info.seconds_per_update and base_time else None)
+        if name not in systems:
+            rows.append(BoardRow(name, 0, [], None, info, ratio, failures[name]))
+            continue
+        reports = per_seed[name]
+        within_cell, beyond_cell = (
+            _cell([r[1] for r in reports], [p[1] for p in pooled[name]], half, name, baseline, metrics)
+            for half in halves)
+        within_bleu = within_cell.scores["bleu"]
+        rows.append(BoardRow(
+            system=name,
+            seeds=len(systems[name]),
+            cells=[_cell([r[0] for r in reports], [p[0] for p in pooled[name]], bucket, name,
+                         baseline, metrics)
+                   for bucket in buckets],
+            beyond=beyond_cell,
+            training=info,
+            step_time_ratio=ratio,
+            failure=failures.get(name),
+            within=within_cell,
+            retention=_retention(within_bleu, beyond_cell.scores["bleu"]),
+            learned=(within_bleu.mean >= learned_threshold
+                     if learned_threshold > 0 and within_bleu is not None else None),
+        ))
+    _rank(rows)
+    resampling = {"bs": n_bootstrap, "seed": seed} if tested else {}
+    signatures = {config.name: signature(config, 1, **resampling) for config in configs}
+    signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
+    return Board(
+        baseline=baseline, train_limit=train_limit, buckets=list(buckets),
+        sizes=[len(members) for members in bucket_members(lengths, buckets)],
+        within=within, within_size=sum(length <= train_limit for length in lengths),
+        beyond=beyond, beyond_size=sum(length > train_limit for length in lengths), rows=rows,
+        n_bootstrap=n_bootstrap, seed=seed, signatures=signatures, metrics=metrics,
+        learned_threshold=learned_threshold, baseline_failure=baseline_failure,
+    )
+
+
+def _seeds(systems, segment_scores):
+    """Seed k's translations of every system that has a seed k, and their segment scores
+    (metric -> system -> scores), for k = 0, 1, ..."""
+    most = max((len(seeds) for seeds in systems.values()), default=0)
+    return [({name: seeds[k] for name, seeds in systems.items() if k < len(seeds)},
+             {metric: {name: scores[k] for name, scores in by_system.items() if k < len(scores)}
+              for metric, by_system in segment_scores.items()})
+            for k in range(most)]
+
+
+def _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats):
+    """name -> [(report on the buckets, report on within/beyond the limit)] per seed, without
+    resampling; all systems' seed k (``seeds[k]``) are scored together."""
+    reports: Dict[str, list] = {}
+    for (hyps, scores), seed_stats in zip(seeds, stats):
+        by_bucket, by_half = (
+            evaluate_by_length(lengths, [references], hyps, groups, metrics=METRICS,
+                               tokenize=tokenize, n_bootstrap=0, statistics=seed_stats,
+                               segment_scores=scores)
+            for groups in (buckets, halves)
+        )
+        for name in hyps:
+            reports.setdefault(name, []).append((by_bucket, by_half))
+    return reports
+
+
+def _pooled_tests(lengths, references, systems, segment_scores, baseline, buckets, halves,
+                  tokenize, n_bootstrap, seed, stats):
+    """name -> [(report on the buckets, report on the halves)] of the seeds pooled with the
+    baseline's (a list of one).  Systems with the same number of seeds share one
+    evaluation; a system with more seeds than the baseline pools only as many as the
+    baseline has.  A pooled set's statistics are its seeds' rows, stacked."""
+    pooled: Dict[str, list] = {name: [] for name in systems}
+    by_count: Dict[int, List[str]] = {}
+    for name, seeds in systems.items():
+        by_count.setdefault(min(len(seeds), len(systems[baseline])), []).append(name)
+    for count, names in sorted(by_count.items()):
+        members = [baseline] + [n for n in names if n != baseline]
+        hyps = {name: [h for seed_hyps in systems[name][:count] for h in seed_hyps] for name in members}
+        pooled_stats = {metric: {name: np.concatenate([stats[k][metric][name] for k in range(count)])
+                                 for name in members}
+                        for metric in METRICS}
+        pooled_scores = {metric: {name: [x for scores in by_system[name][:count] for x in scores]
+                                  for name in members}
+                         for metric, by_system in segment_scores.items()}
+        reports = tuple(
+            evaluate_by_length(list(lengths) * count, [list(references) * count], hyps, groups,
+                               metrics=METRICS, baseline=baseline, tokenize=tokenize,
+                               n_bootstrap=n_bootstrap, seed=seed, statistics=pooled_stats,
+                               segment_scores=pooled_scores)
+            for groups in (buckets, halves)
+        )
+        for name in names:
+            pooled[name].append(reports)
+    return pooled
+
+
+def _cell(seed_reports: List[LengthReport], pooled: List[LengthReport], bucket: Bucket,
+          name: str, baseline: str, metrics: Sequence[str]) -> BoardCell:
+    cells = [report.cell(name, bucket) for report in seed_reports]
+    tested = bool(pooled) and name != baseline
+    pooled_results = pooled[0].cell(name, bucket).results if tested else {}
+    baseline_results = pooled[0].cell(baseline, bucket).results if tested else {}
+    return BoardCell(
+        n=cells[0].n,
+        scores={metric: spread([cell.results[metric].score for cell in cells])
+                for metric in metrics},
+        length_ratio=spread([cell.length_ratio for cell in cells]),
+        p_values={metric: pooled_results[metric].p_value if tested else None
+                  for metric in metrics},
+        differences={metric: _difference(pooled_results[metric], baseline_results[metric])
+                     if tested else None
+                     for metric in metrics},
+    )
+
+
+def _difference(result: MetricResult, baseline: MetricResult) -> Optional[Difference]:
+    if result.score is None or baseline.score is None:  # an empty set
+        return None
+    return Difference(result.score - baseline.score, result.difference_ci_lo, result.difference_ci_hi)
+
+
+def _retention(within: Optional[Spread], beyond: Optional[Spread]) -> Optional[Spread]:
+    """Each seed's BLEU beyond the limit over its BLEU within it; None where a seed has no
+    BLEU within the limit to divide by."""
+    if within is None or beyond is None or 0 in within.values:
+        return None
+    return Spread(tuple(b / w for b, w in zip(beyond.values, within.values)))
+
+
+def _rank(rows: List[BoardRow]) -> None:
+    """Rank by mean BLEU beyond the limit, best first; equal means share a rank.  Systems
+    that did not learn the task follow, unranked, best within the limit first; rows with no
+    score (every seed failed, or no sentence beyond the limit) go last, unranked."""
+    def key(row):
+        score = row.beyond.scores["bleu"] if row.beyond else None
+        return score.mean if score else None
+
+    not_learned = sorted((row for row in rows if row.learned is False),
+                         key=lambda row: row.within.scores["bleu"].mean, reverse=True)
+    scored = sorted((row for row in rows if key(row) is not None and row.learned is not False),
+                    key=key, reverse=True)
+    for position, row in enumerate(scored):
+        row.rank = scored[position - 1].rank if position and key(row) == key(scored[position - 1]) else position + 1
+    unranked = [row for row in rows if key(row) is None and row.learned is not False]
+    rows[:] = scored + not_learned + unranked

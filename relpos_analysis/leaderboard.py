@@ -1,0 +1,182 @@
+"""The length-generalization leaderboard: systems trained with several seeds, ranked by BLEU
+beyond the training lengths among those that learned the task within them, with BLEU, TER
+and the length ratio per bucket as mean ± spread.
+
+    python -m relpos_analysis.leaderboard --source test.src --length-file test.len --ref test.ref \\
+        --system abs=abs.s1.hyp,abs.s2.hyp --system rel=rel.s1.hyp,rel.s2.hyp \\
+        --train-log abs=abs.s1/train.log,abs.s2/train.log --failed huang3="seed 2: diverged" \\
+        --tuning tuning.json --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
+
+Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png and
+length_ratio.png, all or nothing, when everything is computed.  A baseline that failed on
+every seed (named only by --failed) is on the board, which then has no paired tests.  Bad
+input is a one-line ``error: ...`` on stderr and exit status 2, before any scoring.
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, Tuple
+
+from . import board_render, segment_scores
+from .board import build_board, check_training_log, training_info
+from .tuning import check_tuning, read_tuning
+from .buckets import bucket_members, buckets_from_edges, parse_edges
+from .cli import Parser, check_outputs, run_command
+from .evaluate import check_resampling
+from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
+from .lengths import whitespace_lengths
+from .metrics import TOKENIZERS
+from .textcheck import check_no_subword_markers, check_segmented
+
+OUT_DIR_NAMES = {
+    "markdown": "board.md", "json": "board.json", "csv": "board.csv", "latex": "board.tex",
+    "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="relpos-leaderboard", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", required=True, help="source sentences")
+    parser.add_argument("--ref", required=True, help="reference translations")
+    parser.add_argument("--length-file", metavar="F",
+                        help="lengths from the whitespace tokens of F (default: the source's)")
+    parser.add_argument("--system", action="append", default=[], metavar="NAME=HYP[,HYP...]",
+                        help="a system's translations, one file per seed; repeat per system")
+    parser.add_argument("--failed", action="append", default=[], metavar="NAME=WHY",
+                        help="a system (or some of its seeds) that failed, and why: listed, not "
+                        "dropped")
+    parser.add_argument("--train-log", action="append", default=[], metavar="NAME=LOG[,LOG...]",
+                        help="fairseq-train logs of a system, one per seed (learning rate, "
+                        "updates, parameters, seconds per update)")
+    parser.add_argument("--tuning", metavar="FILE",
+                        help="the learning-rate selection the recipe wrote (JSON: per scheme, "
+                        "the grid's dev losses and the chosen rate): shown as a table; every "
+                        "system needs its entry, and its logs must be at the chosen rate")
+    parser.add_argument("--learned-threshold", type=float, default=95.0, metavar="B",
+                        help="a system whose mean BLEU within the training limit is below B did "
+                        "not learn the task: listed apart, not ranked (default 95, for the "
+                        "synthetic pair, where every scheme should come near 100 within the "
+                        "limit; 0: no system is judged)")
+    parser.add_argument("--segment-scores", action="append", default=[],
+                        metavar="NAME:SYSTEM=FILE[,FILE...]",
+                        help="a metric computed elsewhere (e.g. COMET): SYSTEM's score of each "
+                        "sentence, one per line, a file per seed in --system's order; repeat "
+                        "for every system")
+    parser.add_argument("--baseline", metavar="NAME",
+                        help="the system the others are tested against (default: the first)")
+    parser.add_argument("--train-limit", type=int, required=True, metavar="N",
+                        help="the training length limit: the ranking is BLEU beyond it")
+    parser.add_argument("--edges", default=None, metavar="E1,E2,...",
+                        help="inclusive upper ends of the buckets (default: the limit, 1.5x, 2x)")
+    parser.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
+                        help="BLEU tokenizer (default 13a; none for tokenized text)")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="resamples of the pooled paired test (default 1000; 0: no test)")
+    parser.add_argument("--seed", type=int, default=12345, help="seed of the resampling")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="processes computing sentence statistics (default: 2)")
+    parser.add_argument("--title", metavar="T", help="title of the table and plots")
+    parser.add_argument("--out-dir", metavar="DIR", help="where the board's files go")
+    return parser
+
+
+def main(argv=None) -> int:
+    return run_command(build_parser, run, argv)
+
+
+def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
+    targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
+               if args.out_dir else {})
+    check_resampling(args.bootstrap, 10000, args.seed)
+    if args.train_limit < 1:
+        raise InputError(f"--train-limit must be positive, got {args.train_limit}")
+    if args.workers < 1:
+        raise InputError(f"--workers must be at least 1, got {args.workers}")
+    if not 0 <= args.learned_threshold <= 100:
+        raise InputError(f"--learned-threshold is a BLEU score from 0 to 100, got {args.learned_threshold:g}")
+    limit = args.train_limit
+    edges = parse_edges(args.edges) if args.edges else sorted({limit, limit * 3 // 2, limit * 2})
+    buckets = buckets_from_edges(edges)
+    system_files = parse_named_lists(args.system, "--system", "NAME=HYP[,HYP...]")
+    failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
+    logs = dict(parse_named_lists(args.train_log, "--train-log", "NAME=LOG[,LOG...]"))
+    names = [name for name, _ in system_files]
+    if not system_files and not failures:
+        raise InputError("no --system to score and no --failed to list")
+    unknown = sorted(set(logs) - set(names) - set(failures))
+    if unknown:
+        raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
+    if args.baseline is not None and args.baseline not in set(names) | set(failures):
+        raise InputError(f"unknown baseline {args.baseline!r}: no --system or --failed names it")
+    score_files = segment_scores.parse_specs(args.segment_scores, names, per_seed=True)
+    for metric, by_system in score_files.items():
+        for name, paths in system_files:
+            if len(by_system[name]) != len(paths):
+                raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
+                                 f"files for the {len(paths)} seeds of --system {name}")
+    inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
+              ("--tuning", args.tuning)]
+    inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
+    inputs += [(f"--train-log {name}", path) for name, paths in logs.items() for path in paths]
+    inputs += [(f"{segment_scores.OPTION} {metric}:{name}", path)
+               for metric, by_system in score_files.items()
+               for name, paths in by_system.items() for path in paths]
+    check_outputs([(f"--out-dir ({path.name})", path) for path in targets.values()],
+                  [(option, Path(path)) for option, path in inputs if path])
+
+    source = read_segments(args.source, "source", "--source")
+    references = read_segments(args.ref, "reference", "--ref")
+    length_lines = read_lines(args.length_file, "--length-file") if args.length_file else source
+    systems = {name: [read_segments(path, "system", f"--system {name}") for path in paths]
+               for name, paths in system_files}
+    scores = {metric: {name: [segment_scores.read_scores(path, f"{segment_scores.OPTION} {metric}:{name}")
+                              for path in paths]
+                       for name, paths in by_system.items()}
+              for metric, by_system in score_files.items()}
+    parallel = [(args.source, source), (args.ref, references),
+                (args.length_file or args.source, length_lines)]
+    hypotheses = [(path, hyps) for name, paths in system_files
+                  for path, hyps in zip(paths, systems[name])]
+    parallel += hypotheses
+    parallel += [(path, seed_scores) for metric, by_system in score_files.items()
+                 for name, paths in by_system.items()
+                 for path, seed_scores in zip(paths, scores[metric][name])]
+    check_parallel(parallel)
+    for path, segments in [parallel[1]] + hypotheses:
+        check_no_subword_markers(path, segments)
+    check_segmented(args.length_file or args.source, length_lines,
+                    "its whitespace tokens are no length: give the segmented text with --length-file")
+    training = {}
+    for name, paths in logs.items():
+        option = f"--train-log {name}"
+        log_lines = [read_lines(path, option) for path in paths]
+        for path, lines in zip(paths, log_lines):
+            check_training_log(lines, path, option)
+        training[name] = training_info(log_lines, option)
+    tuning = read_tuning(args.tuning) if args.tuning else None
+    if tuning:
+        check_tuning(tuning, names + [name for name in failures if name not in names],
+                     {name: info.learning_rate for name, info in training.items()},
+                     f"--tuning {args.tuning}")
+
+    lengths = whitespace_lengths(length_lines)
+    board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
+                        failures=failures, training=training, tokenize=args.tokenize,
+                        n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers,
+                        segment_scores=scores, learned_threshold=args.learned_threshold)
+    markdown = board_render.markdown_table(board, args.title, tuning)
+    mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
+                    for members in bucket_members(lengths, buckets)]
+    renderers = {
+        "markdown": lambda: markdown.encode("utf-8"),
+        "json": lambda: board_render.json_text(board, tuning).encode("utf-8"),
+        "csv": lambda: board_render.csv_text(board).encode("utf-8"),
+        "latex": lambda: board_render.latex_table(board, args.title, tuning).encode("utf-8"),
+        "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, args.title),
+        "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, args.title),
+    }
+    return markdown, {path: renderers[kind]() for kind, path in targets.items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

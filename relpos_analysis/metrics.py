@@ -1,0 +1,248 @@
+"""Sentence statistics and corpus scores through sacrebleu's own metric classes.
+
+Each sentence's sufficient statistics (n-gram counts, edit counts, ...) are computed once
+per system and metric, and kept in the statistics cache (relpos_analysis.cache) between reports.
+A bucket's score is sacrebleu's own formula over its sentences' summed statistics, hence
+identical to running sacrebleu on that subset alone; bootstrap samples only re-sum them.
+TER's edits come from relpos_analysis.ter (sacrebleu's search, compiled); all statistics are
+computed in chunks on a process pool.  These are sacrebleu internals: setup.py bounds its
+version to those checked.
+"""
+import math
+import multiprocessing
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.metrics.base import Metric, Score
+from sacrebleu.metrics.bleu import BLEUScore
+
+from . import ter
+from .cache import StatisticsCache
+from .io import InputError
+
+METRICS = ("bleu", "ter", "chrf")
+DISPLAY_NAMES = {"bleu": "BLEU", "ter": "TER", "chrf": "chrF"}
+LOWER_IS_BETTER = {"ter"}
+TOKENIZERS = tuple(BLEU.TOKENIZERS)
+
+# Chunks per worker: enough that the pool stays busy to the end despite the spread of
+# sentence lengths (TER cost grows faster than linearly with length).
+_CHUNKS_PER_WORKER = 32
+_MIN_CHUNK = 50
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    """``tokenize`` None: BLEU's tokenizer is sacrebleu's choice for ``target_lang`` (zh for
+    Chinese, ja-mecab for Japanese, ko-mecab for Korean, else 13a)."""
+    name: str
+    tokenize: Optional[str] = None
+    lowercase: bool = False
+    target_lang: str = ""
+
+    def build(self, references: Optional[Sequence[Sequence[str]]] = None) -> Metric:
+        """The sacrebleu metric; with ``references`` it caches their n-grams / words."""
+        if self.name == "bleu":
+            # force: sacrebleu's "looks tokenized" warning would repeat for every chunk;
+            # the CLI checks that once per system instead (see report.py).  trg_lang only
+            # picks the tokenizer; beside an explicit one it would just warn, per chunk too.
+            return BLEU(
+                tokenize=self.tokenize, lowercase=self.lowercase, force=True, references=references,
+                trg_lang=self.target_lang if self.tokenize is None else "",
+            )
+        if self.name == "ter":
+            return TER(references=references)
+        if self.name == "chrf":
+            return CHRF(lowercase=self.lowercase, references=references)
+        raise InputError(f"unknown metric {self.name!r}; choose from {', '.join(METRICS)}")
+
+
+def display_name(metric: str) -> str:
+    """sacrebleu's metrics by their usual spelling; a segment-score metric by its own name."""
+    return DISPLAY_NAMES.get(metric, metric)
+
+
+def display_decimals(metric: str, scores: Sequence[Optional[float]]) -> int:
+    """Decimals of ``metric``'s scores in the tables: one for sacrebleu's (0-100), three
+    significant digits of the largest for a segment-score metric (COMET's 0.853, 85.3 for
+    one given in percent), at most four."""
+    largest = max((abs(score) for score in scores if score is not None and math.isfinite(score)),
+                  default=0.0)
+    if metric in METRICS or largest == 0:
+        return 1
+    return min(4, max(1, 2 - math.floor(math.log10(largest))))
+
+
+def parse_metrics(text: str) -> List[str]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in METRICS]
+    if unknown or not names:
+        raise InputError(f"--metrics takes a list from {','.join(METRICS)}, got {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def signature(config: MetricConfig, n_references: int, **resampling) -> str:
+    """sacrebleu's signature string, with ``resampling`` (e.g. bs=1000, seed=12345) added."""
+    metric = config.build()
+    # sacrebleu learns the number of references while caching them, which happens in the
+    # workers; every sentence here has all of them.
+    metric.num_refs = n_references
+    sig = metric.get_signature()
+    for key, value in resampling.items():
+        sig.update(key, value)
+    return sig.format()
+
+
+def sentence_statistics(
+    configs: Sequence[MetricConfig],
+    references: Sequence[Sequence[str]],
+    systems: Dict[str, Sequence[str]],
+    workers: int = 2,
+    cache: Optional[StatisticsCache] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> Dict[str, Dict[str, np.ndarray]]:
+    """``stats[metric][system]``: sacrebleu's statistics of each sentence, one row each.
+
+    ``references`` is a list of reference streams (one per reference translation), as in
+    sacrebleu's ``corpus_score``.  With a ``cache``, a system's statistics for a metric are
+    computed once and then read back, so that adding a system to a report computes only
+    that one.  ``progress`` receives one line per metric with its time.
+    """
+    stats: Dict[str, Dict[str, np.ndarray]] = {config.name: {} for config in configs}
+    keys = {}
+    widths = {config.name: statistics_width(config) for config in configs} if cache else {}
+    for config in configs:
+        for name, hyps in systems.items():
+            if cache is not None:
+                keys[config.name, name] = cache.key(
+                    signature(config, len(references)), references, hyps)
+                cached = cache.load(keys[config.name, name], len(hyps), widths[config.name])
+                if cached is not None:
+                    stats[config.name][name] = cached
+    missing = {
+        config: {name: hyps for name, hyps in systems.items() if name not in stats[config.name]}
+        for config in configs
+    }
+    if any(systems_left and config.name == "ter" for config, systems_left in missing.items()):
+        # compiled (or loaded from numba's cache) once here, before the workers fork
+        ter.edit_counts([(["warm"], ["up"])])
+
+    n_sentences = len(references[0])
+    chunk = max(_MIN_CHUNK, math.ceil(n_sentences / (max(workers, 1) * _CHUNKS_PER_WORKER)))
+    spans = [(start, min(start + chunk, n_sentences)) for start in range(0, n_sentences, chunk)]
+    pool = multiprocessing.Pool(workers) if workers > 1 and any(missing.values()) else None
+    try:
+        for config, systems_left in missing.items():
+            start_time = time.perf_counter()
+            tasks = [
+                (config, [stream[start:end] for stream in references],
+                 {name: hyps[start:end] for name, hyps in systems_left.items()})
+                for start, end in (spans if systems_left else [])
+            ]
+            results = (pool.map(_chunk_statistics, tasks, chunksize=1) if pool
+                       else [_chunk_statistics(task) for task in tasks])
+            for name in systems_left:
+                rows = [row for chunk_stats in results for row in chunk_stats[name]]
+                stats[config.name][name] = np.array(rows, dtype=float)
+                if cache is not None:
+                    cache.save(keys[config.name, name], stats[config.name][name])
+            if progress is not None:
+                progress(f"{config.name} statistics of {len(systems)} systems: "
+                         f"{len(systems_left)} computed, {len(systems) - len(systems_left)} from "
+                         f"the cache, {time.perf_counter() - start_time:.1f} s")
+    finally:
+        if pool is not None:
+            pool.terminate()
+    return {config.name: {name: stats[config.name][name] for name in systems}
+            for config in configs}
+
+
+def statistics_width(config: MetricConfig) -> int:
+    """How many numbers a sentence's statistics are (what a cache entry must hold)."""
+    if config.name == "ter":
+        return 2  # [edits, reference length], as _ter_statistics computes them
+    metric = config.build([["a"]])
+    return len(metric._extract_corpus_statistics(["a"], None)[0])
+
+
+def _chunk_statistics(task) -> Dict[str, List[list]]:
+    config, references, systems = task
+    # Systems often produce the same translation of a sentence (a quarter to almost half
+    # of WMT21's, mostly short ones), so each distinct (sentence, hypothesis) pair is
+    # scored once.
+    distinct: Dict[Tuple[int, str], int] = {}
+    for hyps in systems.values():
+        for i, hyp in enumerate(hyps):
+            distinct.setdefault((i, hyp), len(distinct))
+    metric = config.build(references)
+    per_sentence_references = [metric._ref_cache[i] for i, _ in distinct]
+    hypotheses = [hyp for _, hyp in distinct]
+    if config.name == "ter":
+        stats = _ter_statistics(metric, hypotheses, per_sentence_references)
+    else:
+        metric._ref_cache = per_sentence_references
+        stats = metric._extract_corpus_statistics(hypotheses, None)
+    return {
+        name: [stats[distinct[i, hyp]] for i, hyp in enumerate(hyps)]
+        for name, hyps in systems.items()
+    }
+
+
+def _ter_statistics(metric: TER, hypotheses: Sequence[str], references: Sequence[dict]) -> List[list]:
+    """sacrebleu's TER statistics ([fewest edits over the references, mean reference
+    length], as its ``_compute_segment_statistics``), the edits counted by relpos_analysis.ter."""
+    words = [metric._preprocess_segment(hyp).split() for hyp in hypotheses]
+    pairs = [(hyp, ref) for hyp, refs in zip(words, references) for ref in refs["ref_words"]]
+    edits = iter(ter.edit_counts(pairs))
+    stats = []
+    for refs in references:
+        ref_words = refs["ref_words"]
+        best = min(next(edits) for _ in ref_words)
+        stats.append([best, sum(len(ref) for ref in ref_words) / len(ref_words)])
+    return stats
+
+
+class SegmentMean:
+    """A metric computed elsewhere, one score per sentence (COMET, MetricX, ...), with the
+    part of sacrebleu's metric interface that scoring sets of sentences uses: a sentence's
+    statistics are [score, 1], so a set's summed statistics give its mean score."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
+        total, count = stats
+        return Score(self.name, total / count)
+
+
+def segment_statistics(scores: Sequence[float]) -> np.ndarray:
+    """sentences x [score, 1], SegmentMean's statistics."""
+    return np.column_stack([np.asarray(scores, dtype=float), np.ones(len(scores))])
+
+
+def segment_signature(**resampling) -> str:
+    """The signature of a segment-score metric, in sacrebleu's form."""
+    given = [key for key in ("bs", "ar", "seed") if resampling.get(key) is not None]
+    return "|".join(["mean:segment scores"] + [f"{key}:{resampling[key]}" for key in given])
+
+
+def corpus_score(metric: Metric, stats: np.ndarray, indices: Sequence[int]) -> Score:
+    """sacrebleu's corpus score of the sentences ``indices``: its formula applied to the
+    statistics summed in sentence order, as its own aggregation sums them."""
+    # cumsum adds strictly left to right (np.sum would add pairwise), so even the
+    # fractional TER reference lengths of three or more references sum to the same float
+    return metric._compute_score_from_stats(np.cumsum(stats[indices], axis=0)[-1].tolist())
+
+
+def length_ratio(bleu: BLEUScore) -> float:
+    """Hypothesis length over reference length, in BLEU's tokens (sacrebleu's BLEU ratio;
+    with several references, the closest reference length of each sentence)."""
+    return bleu.sys_len / bleu.ref_len if bleu.ref_len else math.nan
+
+
+def scores_from_sums(metric: Metric, summed_stats) -> List[float]:
+    """Scores of already summed statistics, one row per resample."""
+    return [metric._compute_score_from_stats(row).score for row in summed_stats.tolist()]

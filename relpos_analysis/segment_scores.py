@@ -1,0 +1,65 @@
+"""Scores of a metric computed elsewhere (COMET, MetricX, ...), one per sentence: the
+``--segment-scores NAME:SYSTEM=FILE`` option of the report and the leaderboard, and its
+files.  A file holds one number per line, sentence-aligned with the test set; the metric's
+score on a set of sentences is their mean (relpos_analysis.metrics.SegmentMean)."""
+import math
+import re
+from typing import Dict, List, Sequence
+
+from .io import InputError, read_lines
+from .metrics import METRICS
+
+OPTION = "--segment-scores"
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+# A metric's name is a key of the records, and so are these.
+_TAKEN = set(METRICS) | {"system", "baseline", "bucket", "n", "rank", "seeds", "parameters",
+                         "failure", "set"}
+
+
+def parse_specs(specs: Sequence[str], systems: Sequence[str],
+                per_seed: bool = False) -> Dict[str, Dict[str, List[str]]]:
+    """``NAME:SYSTEM=FILE`` options (with ``per_seed``, ``NAME:SYSTEM=FILE[,FILE...]``, one
+    file per seed) -> {name: {system: [files]}}.  Every system of ``systems`` needs scores
+    of every metric named: the paired tests compare each with the baseline."""
+    form = f"NAME:SYSTEM=FILE{'[,FILE...]' if per_seed else ''}"
+    scores: Dict[str, Dict[str, List[str]]] = {}
+    for spec in specs:
+        head, equals, files = spec.partition("=")
+        name, colon, system = head.partition(":")
+        if not (equals and colon and name and system and files):
+            raise InputError(f"{OPTION} expects {form}, got {spec!r}")
+        if not _NAME.match(name):
+            raise InputError(f"{OPTION} {head}: a metric's name is letters, digits and '-', "
+                             f"starting with a letter, got {name!r}")
+        if name.lower() in _TAKEN:
+            raise InputError(f"{OPTION} {head}: the name {name!r} is taken (by sacrebleu's metrics "
+                             "or a field of the records); choose another")
+        if system not in systems:
+            raise InputError(f"{OPTION} {head}: {system!r} is no --system")
+        if system in scores.setdefault(name, {}):
+            raise InputError(f"{OPTION} gives {name} scores of {system} twice")
+        paths = files.split(",") if per_seed else [files]
+        if not all(paths):
+            raise InputError(f"{OPTION} {head}: an empty file name in {files!r}")
+        scores[name][system] = paths
+    for name, by_system in scores.items():
+        absent = [system for system in systems if system not in by_system]
+        if absent:
+            raise InputError(f"{OPTION} {name}: no scores for {', '.join(absent)}; every system "
+                             "needs them, to be tested against the baseline")
+    return scores
+
+
+def read_scores(path, option: str) -> List[float]:
+    """The file's numbers, one per line; anything else is refused by line."""
+    scores = []
+    for number, line in enumerate(read_lines(path, option), 1):
+        try:
+            score = float(line)
+        except ValueError:
+            raise InputError(f"{option}: line {number} of {path} is not a number: {line!r}") from None
+        if not math.isfinite(score):
+            raise InputError(f"{option}: line {number} of {path} is {line.strip()!r}, not a "
+                             "finite number")
+        scores.append(score)
+    return scores

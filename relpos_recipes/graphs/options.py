@@ -1,0 +1,101 @@
+"""What the recipes' command lines share: options checked up front, naming the option and what
+it expects, and running a graph of steps (or printing it with --dry-run)."""
+import argparse
+import os
+import shlex
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence
+
+from ..engine.core import Console, FolderLock, LocalExecutor, Outcome, Step, StepError, describe, plan
+
+DEFAULT_THREADS = os.cpu_count() or 1
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors name the option and end the recipe as ``error: ...`` (the
+    scripts print their --help themselves, from their comment block)."""
+
+    def __init__(self, prog: str):
+        super().__init__(prog=prog, add_help=False, allow_abbrev=False)
+
+    def error(self, message):
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        raise StepError(f"{message} (see --help)")
+
+
+def _checked(convert, expected: str):
+    def check(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        return value
+
+    check.__name__ = expected
+    return check
+
+
+def _natural(minimum: int):
+    def convert(text):
+        value = int(text)
+        if value < minimum or str(value) != text.lstrip("+"):
+            raise ValueError
+        return value
+
+    return convert
+
+
+positive_int = _checked(_natural(1), "a positive integer")
+non_negative_int = _checked(_natural(0), "a non-negative integer")
+
+
+def folder(text: str) -> Path:
+    """A folder of the recipes: fairseq splits data paths on ':' (shards) and lists on ',',
+    so a folder with either in its path would be read as several."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a folder, got ''")
+    for char in ",:":
+        if char in text:
+            raise argparse.ArgumentTypeError(
+                f"'{text}' has a '{char}', which fairseq reads as a separator of data paths; "
+                "choose a folder without ',' or ':'")
+    return Path(text)
+
+
+def name_list(text: str) -> List[str]:
+    """A comma-separated list without empty or repeated names."""
+    names = [name.strip() for name in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got '{text}'")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(
+            f"names {','.join(repeated)} more than once (each system trains into its own folder)")
+    return names
+
+
+def add_threads(parser: Parser, what: str = "parallel workers") -> None:
+    parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS, help=what)
+
+
+def absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def command_line(script: str, argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in ["bash", script, *argv])
+
+
+def run_steps(steps: Sequence[Step], *, threads: int, dry_run: bool, lock: Iterable[Path], what: str,
+              gpus: int = 0, keep_going: bool = False, console: Optional[Console] = None) -> Optional[Outcome]:
+    """Prints the graph (--dry-run) or runs it, holding the lock on ``lock`` meanwhile."""
+    if dry_run:
+        print(describe(plan(steps)))
+        return None
+    with FolderLock(lock, what):
+        return LocalExecutor(threads=threads, gpus=gpus, console=console).run(steps, keep_going=keep_going)
+
+
+def log(message: str) -> None:
+    Console().log(message)

@@ -1,0 +1,346 @@
+"""Training and translating as steps, and the command lines of train.sh and translate.sh.
+
+A training step runs fairseq-train in its save folder, in place (it resumes from
+checkpoint_last.pt); its manifest is SAVE/.steps/train.json and fairseq's output goes to
+SAVE/train.log.  A translation step runs fairseq-generate and writes generate.log, hyp.seg,
+hyp.tok and hyp.txt in its folder.
+"""
+import dataclasses
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from . import legacy
+from .options import Parser, absolute, command_line, folder, non_negative_int, positive_int, run_steps
+from . import PY, tool
+from .data import read_env
+from ..engine.core import MANIFEST_DIR, Out, Step, StepError
+from ..tools import option_value
+from ..tools.fairseq_train import check_checkpoint
+
+TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, "
+                   "or delete {manifest} to train on with these (fairseq resumes from checkpoint_last.pt)")
+PRECISIONS = ("auto", "fp32", "fp16", "amp")
+
+
+@dataclasses.dataclass
+class Training:
+    """What train.sh's options say (the study's optimisation by default, Rosendahl et al. 2019 §4.1)."""
+
+    data: Path
+    arch: str
+    save: Path
+    user_dir: str = "fairseq_relpos"
+    batch_tokens: int = 4700
+    update_freq: int = 1
+    gpus: Optional[int] = None  # None: all visible
+    precision: str = "auto"
+    lr: str = "3e-4"
+    scheduler: str = "reduce_lr_on_plateau"
+    lr_shrink: str = "0.9"
+    lr_patience: str = "6"
+    patience: str = "24"
+    max_epochs: int = 20
+    seed: str = "1"
+    keep: int = 0
+    extra: Sequence[str] = ()
+    dry_run: bool = False
+    # the data's training shards, where the data is not there yet to count them (a graph
+    # declared before its preparation ran); None: counted
+    n_shards: Optional[int] = None
+
+    def settings(self) -> List[str]:
+        """What makes the model (not where it trains): a finished folder is reused only for
+        the same settings, and a folder holding another model is never trained on."""
+        return [str(x) for x in (
+            "--arch", self.arch, "--data", self.data, "--user-dir", self.user_dir,
+            "--batch-tokens", self.batch_tokens, "--update-freq", self.update_freq, "--precision", self.precision,
+            "--lr", self.lr, "--lr-scheduler", self.scheduler, "--lr-shrink", self.lr_shrink,
+            "--lr-patience", self.lr_patience, "--patience", self.patience, "--max-epochs", self.max_epochs,
+            "--seed", self.seed, "--keep-epoch-checkpoints", self.keep, *self.extra)]
+
+    def shards(self) -> List[Path]:
+        """The data's shard folders (one per fairseq epoch), or none for a plain data-bin."""
+        if self.n_shards is not None:
+            return [self.data / f"shard{k}" for k in range(self.n_shards)]
+        found = []
+        while (self.data / f"shard{len(found)}").is_dir():
+            found.append(self.data / f"shard{len(found)}")
+        return found
+
+    def command(self, gpus: int, tasks: int = 1) -> List[str]:
+        """fairseq-train's command line on ``gpus`` GPUs (0: the CPU), or run as ``tasks``
+        processes under srun, one per GPU (one per CPU process with gloo), on one node or
+        several: fairseq then initialises through SLURM (--distributed-port)."""
+        shards = self.shards()
+        data_path = ":".join(map(str, shards)) if shards else str(self.data)
+        precision = self.precision if self.precision != "auto" else ("fp16" if gpus else "fp32")
+        if tasks > 1:
+            workers = tasks
+            device = ["--distributed-world-size", str(tasks), "--distributed-port", str(distributed_port())]
+            device += [] if gpus else ["--cpu", "--distributed-backend", "gloo"]
+        else:
+            workers = max(gpus, 1)
+            device = ["--cpu"] if gpus == 0 else ["--distributed-world-size", str(gpus)]
+        device += {"fp16": ["--fp16"], "amp": ["--amp"]}.get(precision, [])
+        per_gpu = -(-self.batch_tokens // (workers * self.update_freq))  # ceil: the batch stays batch_tokens
+        scheduler = ["--lr-scheduler", self.scheduler]
+        if self.scheduler == "reduce_lr_on_plateau":
+            scheduler += ["--lr-shrink", self.lr_shrink, "--lr-patience", self.lr_patience, "--warmup-updates", "0"]
+        checkpoints = ["--keep-last-epochs", str(self.keep)] if self.keep > 0 else ["--no-epoch-checkpoints"]
+        user_dir = ["--user-dir", self.user_dir] if self.user_dir != "none" else []
+        return [str(x) for x in (
+            "fairseq-train", data_path, *user_dir, "--arch", self.arch, "--task", "translation",
+            "--optimizer", "adam", "--adam-betas", "(0.9, 0.999)", "--lr", self.lr, *scheduler,
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+            "--max-tokens", per_gpu, "--update-freq", self.update_freq,
+            "--best-checkpoint-metric", "ppl", "--patience", self.patience,
+            "--max-epoch", self.max_epochs * max(len(shards), 1), "--save-dir", self.save,
+            "--save-interval", "1", "--validate-interval", "1", *checkpoints,
+            "--skip-invalid-size-inputs-valid-test", "--seed", self.seed, "--log-format", "simple",
+            "--log-interval", "100", *device, *self.extra)]
+
+    def step(self, gpus: int, *, root: Optional[Path] = None, label: str = "", on_change: str = "refuse",
+             identity_extra: Sequence[str] = (), tasks: int = 1, srun: bool = False) -> Step:
+        """The training step.  With ``srun`` it starts its ``tasks`` processes itself (a
+        recipe's job on several GPUs or nodes); without, it is rank 0 of a train.sh that srun
+        started.  Either way the model is the same: only its settings identify it."""
+        save = self.save
+        env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+        launcher = ["srun", f"--ntasks={tasks}", "--kill-on-bad-exit=1"] if srun and tasks > 1 else []
+        command = [*launcher, tool("train"), "--save-dir", save, "--", *self.command(gpus, tasks)]
+        return Step("train", command,
+                    home=save, root=root, inputs=[self.data], label=label, title=f"train {label or self.arch}",
+                    in_place_outputs=[save / "checkpoint_best.pt", save / "checkpoint_last.pt"],
+                    log=save / "train.log", identity=self.settings(), identity_extra=identity_extra,
+                    on_change=on_change, refusal=TRAINED_REFUSAL, gpus=1 if gpus else 0, env=env,
+                    keeps_state=lambda: any(save.glob("checkpoint*.pt")),
+                    owns=("checkpoint*.pt", "train.log"),
+                    legacy_done=lambda: legacy.trained(save, self.settings()))
+
+    def check(self) -> None:
+        if self.precision == "bf16":
+            raise StepError("--precision bf16: fairseq 0.12.2 turns --bf16 into --tpu (XLA) and cannot train in "
+                            "bf16 on GPUs (facebookresearch/fairseq#4696); use fp16 or amp")
+        if self.precision not in PRECISIONS:
+            raise StepError("--precision: auto, fp16, amp or fp32")
+        # inverse_sqrt divides by the warm-up: it needs one (fairseq's default is 4000 updates)
+        warmup = option_value(self.extra, "--warmup-updates")
+        if self.scheduler == "inverse_sqrt" and warmup is not None and warmup.strip() == "0":
+            raise StepError("--lr-scheduler inverse_sqrt needs --warmup-updates of at least 1")
+
+
+def distributed_port() -> int:
+    """The port fairseq's tasks meet on: one per SLURM job, so that two jobs sharing a node
+    do not collide."""
+    return 10000 + int(os.environ.get("SLURM_JOB_ID", "0")) % 20000
+
+
+def srun_tasks() -> Tuple[int, int]:
+    """(tasks, this task's rank) when srun started this process as one of several tasks."""
+    if os.environ.get("SLURM_STEP_ID") is None or os.environ.get("SLURM_PROCID") is None:
+        return 1, 0
+    return int(os.environ.get("SLURM_NTASKS", "1")), int(os.environ["SLURM_PROCID"])
+
+
+def visible_gpus() -> int:
+    """The GPUs torch sees (asked only where nvidia-smi lists one: a CPU machine starts no
+    Python for it)."""
+    if not shutil.which("nvidia-smi") or subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode:
+        return 0
+    proc = subprocess.run([PY, "-c", "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise StepError("could not query torch for GPUs (is the environment set up?)")
+    return int(proc.stdout.strip() or 0)
+
+
+def check_data(data: Path) -> None:
+    if not (data / "shard0").is_dir() and not list(data.glob("dict.*.txt")):
+        raise StepError(f"{data}: no fairseq data (expected shard0/ from prepare-wmt19-*.sh, or dict.*.txt)")
+
+
+def train_parser() -> Parser:
+    parser = Parser("train.sh")
+    parser.add_argument("--data", type=Path)
+    parser.add_argument("--arch")
+    parser.add_argument("--save-dir", type=folder)
+    parser.add_argument("--user-dir", default="fairseq_relpos")
+    parser.add_argument("--batch-tokens", type=positive_int, default=4700)
+    parser.add_argument("--update-freq", type=positive_int, default=1)
+    parser.add_argument("--gpus", type=_gpu_count)
+    parser.add_argument("--precision", default="auto")
+    parser.add_argument("--lr", default="3e-4")
+    parser.add_argument("--lr-scheduler", default="reduce_lr_on_plateau")
+    parser.add_argument("--lr-shrink", default="0.9")
+    parser.add_argument("--lr-patience", default="6")
+    parser.add_argument("--patience", default="24")
+    parser.add_argument("--max-epochs", type=positive_int, default=20)
+    parser.add_argument("--seed", default="1")
+    parser.add_argument("--keep-epoch-checkpoints", type=non_negative_int, default=0)
+    parser.add_argument("--dry-run", action="store_true")
+    return parser
+
+
+def train_options(argv: Sequence[str], **given) -> Training:
+    """A Training from train.sh's command line ``argv`` (what it does not know goes to
+    fairseq-train, as does everything after ``--``); ``given`` sets fields besides."""
+    args, extra = train_parser().parse_known_args(_before_separator(argv))
+    extra += _after_separator(argv)
+    fields = dict(data=absolute(args.data) if args.data else None, arch=args.arch,
+                  save=absolute(args.save_dir) if args.save_dir else None, user_dir=args.user_dir,
+                  batch_tokens=args.batch_tokens, update_freq=args.update_freq, gpus=args.gpus,
+                  precision=args.precision, lr=args.lr, scheduler=args.lr_scheduler, lr_shrink=args.lr_shrink,
+                  lr_patience=args.lr_patience, patience=args.patience, max_epochs=args.max_epochs,
+                  seed=args.seed, keep=args.keep_epoch_checkpoints, extra=extra)
+    fields.update(given)
+    training = Training(**fields)
+    training.dry_run = args.dry_run
+    training.check()
+    return training
+
+
+def train_main(argv: Sequence[str]) -> int:
+    training = train_options(argv)
+    if not (training.data and training.arch and training.save):
+        raise StepError("--data, --arch and --save-dir are required (see --help)")
+    if training.dry_run:
+        print(shlex.join(training.command(training.gpus if training.gpus is not None else 1)))
+        return 0
+    check_data(training.data)
+    visible = visible_gpus()
+    if training.gpus is not None and training.gpus > visible:
+        raise StepError(f"--gpus {training.gpus} but only {visible} GPU(s) visible")
+    gpus = visible if training.gpus is None else training.gpus
+    tasks, rank = srun_tasks()
+    if tasks > 1:  # one of srun's tasks: one GPU each (or the CPU), one model
+        gpus = min(gpus, 1)
+    step = training.step(gpus, tasks=tasks)
+    if rank > 0:  # only rank 0 keeps the manifest, train.log and the lock
+        return subprocess.run(step.argv(), env={**os.environ, **step.env}).returncode
+    run_steps([step], threads=1, gpus=gpus, dry_run=False, lock=[training.save], what=command_line("train.sh", argv))
+    return 0
+
+
+def _gpu_count(text: str) -> int:
+    if not text.isdigit():
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"expected the number of GPUs to use (0 for the CPU), got '{text}'")
+    return int(text)
+
+
+def _before_separator(argv: Sequence[str]) -> List[str]:
+    return list(argv[:argv.index("--")]) if "--" in argv else list(argv)
+
+
+def _after_separator(argv: Sequence[str]) -> List[str]:
+    return list(argv[argv.index("--") + 1:]) if "--" in argv else []
+
+
+# ----------------------------------------------------------------------------------------
+# translation
+# ----------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Translation:
+    checkpoint: Path
+    testset: Path
+    out: Path
+    beam: str = "5"
+    lenpen: str = "1.0"
+    max_len_a: str = "2"
+    max_len_b: str = "10"
+    max_tokens: str = "8000"
+    user_dir: str = "auto"
+    cpu: bool = False
+    extra: Sequence[str] = ()
+
+    def recorded_user_dir(self) -> str:
+        """--user-dir: what the training recorded next to the checkpoint (fairseq_relpos when
+        it recorded nothing)."""
+        if self.user_dir != "auto":
+            return self.user_dir
+        folder = self.checkpoint.parent
+        manifest = folder / MANIFEST_DIR / "train.json"
+        if manifest.exists():
+            command = json.loads(manifest.read_text(encoding="utf-8")).get("command", [])
+            return option_value(command, "--user-dir") or "none"
+        if (folder / "train.env").exists():
+            return read_env(folder / "train.env").get("USER_DIR") or "none"
+        return "fairseq_relpos"
+
+    def generate_command(self, src: str, tgt: str) -> List[str]:
+        user_dir = self.recorded_user_dir()
+        return [str(x) for x in (
+            "fairseq-generate", self.testset / "bin", "--path", self.checkpoint,
+            *(["--user-dir", user_dir] if user_dir not in ("none", "") else []),
+            "--task", "translation", "--source-lang", src, "--target-lang", tgt,
+            "--gen-subset", "test", "--beam", self.beam, "--lenpen", self.lenpen, "--max-len-a", self.max_len_a,
+            "--max-len-b", self.max_len_b, "--max-tokens", self.max_tokens, "--seed", "1",
+            *(["--cpu"] if self.cpu else []), *self.extra)]
+
+    def step(self, langs: Sequence[str], *, root: Optional[Path] = None, label: str = "",
+             gpus: int = 0) -> Step:
+        """The translation step; ``langs`` (source, target) as the test set was built with.
+        Its tool reads the test set's size and segmentation when it runs, so the step can be
+        declared before the test set is built."""
+        generate = self.generate_command(*langs)
+        out = self.out
+        command = [tool("translate"), "--testset", self.testset, "--log", Out(out / "generate.log"),
+                   "--hyp-seg", Out(out / "hyp.seg"), "--hyp-tok", Out(out / "hyp.tok"),
+                   "--hyp-txt", Out(out / "hyp.txt"), "--", *generate]
+        inputs = [self.checkpoint, self.testset / "bin", self.testset / "meta.env",
+                  self.testset.parent.parent / "segmentation.env"]
+        env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+        return Step("translate", command, home=out, root=root, inputs=inputs, label=label,
+                    title=f"translate {self.testset.name}" + (f" with {label}" if label else ""),
+                    log=out / "translate.log", gpus=1 if gpus else 0, env=env,
+                    legacy_done=lambda: legacy.translated(out, generate, self.checkpoint, self.testset))
+
+    def check(self) -> None:
+        if not self.checkpoint.is_file():
+            raise StepError(f"no checkpoint {self.checkpoint} (train it with scripts/train.sh)")
+        if not (self.testset / "meta.env").exists() or not (self.testset / "bin").is_dir():
+            raise StepError(f"{self.testset} is not a complete test set (build it with scripts/build-test-sets.sh)")
+        try:
+            check_checkpoint(self.checkpoint)
+        except SystemExit as refusal:
+            raise StepError(str(refusal).removeprefix("error: ")) from None
+
+
+def translate_main(argv: Sequence[str]) -> int:
+    parser = Parser("translate.sh")
+    parser.add_argument("--checkpoint", type=Path)
+    parser.add_argument("--testset", type=Path)
+    parser.add_argument("--out-dir", type=folder)
+    parser.add_argument("--beam", default="5")
+    parser.add_argument("--lenpen", default="1.0")
+    parser.add_argument("--max-len-a", default="2")
+    parser.add_argument("--max-len-b", default="10")
+    parser.add_argument("--max-tokens", default="8000")
+    parser.add_argument("--user-dir", default="auto")
+    parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--dry-run", action="store_true")
+    args, extra = parser.parse_known_args(_before_separator(argv))
+    extra += _after_separator(argv)
+    if not (args.checkpoint and args.testset and args.out_dir):
+        raise StepError("--checkpoint, --testset and --out-dir are required (see --help)")
+    translation = Translation(checkpoint=absolute(args.checkpoint), testset=absolute(args.testset),
+                              out=absolute(args.out_dir), beam=args.beam, lenpen=args.lenpen,
+                              max_len_a=args.max_len_a, max_len_b=args.max_len_b, max_tokens=args.max_tokens,
+                              user_dir=args.user_dir, cpu=args.cpu, extra=extra)
+    if args.dry_run:
+        meta = read_env(translation.testset / "meta.env") if (translation.testset / "meta.env").exists() else {}
+        print(shlex.join(translation.generate_command(meta.get("SRC", "SRC"), meta.get("TGT", "TGT"))))
+        return 0
+    translation.check()
+    meta = read_env(translation.testset / "meta.env")
+    gpus = 0 if args.cpu else visible_gpus()
+    run_steps([translation.step((meta["SRC"], meta["TGT"]), gpus=gpus)], threads=1, gpus=gpus, dry_run=False,
+              lock=[translation.out], what=command_line("translate.sh", argv))
+    print(translation.out / "hyp.txt")
+    return 0

@@ -1,0 +1,77 @@
+"""The leaderboard's choice of each scheme's learning rate, and the table of every choice:
+``python -m relpos_recipes.tools.choice {choose-lr,tuning} ...``."""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from relpos_analysis import fairseq_log
+
+
+def choose_lr(a) -> None:
+    """The learning rate whose training reached the lowest dev loss, among those that
+    finished (a checkpoint_best.pt and a dev evaluation), with every grid point's dev loss,
+    updates and failure: {"grid": {LR: {...}}, "chosen": LR or null}."""
+    grid = {}
+    for spec in a.points:
+        lr, _, folder = spec.partition("=")
+        grid[lr] = _grid_point(Path(folder))
+    finished = {lr: point["dev_loss"] for lr, point in grid.items() if point["failure"] is None}
+    chosen = min(finished, key=lambda lr: (finished[lr], float(lr))) if finished else None
+    Path(a.out).write_text(json.dumps({"grid": grid, "chosen": chosen}, indent=1) + "\n", encoding="utf-8")
+    # the rate alone: what the seeds' trainings follow, unchanged when only the grid around it grows
+    Path(a.out_rate).write_text(f"{chosen}\n", encoding="utf-8")
+    print(f"chosen: {chosen}" + "".join(f"\n  {lr}: {p}" for lr, p in grid.items()))
+
+
+def _grid_point(folder: Path) -> dict:
+    log = folder / "train.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    losses = fairseq_log.dev_losses(text)
+    failure = None
+    try:
+        record = json.loads((folder / ".steps" / "train.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    if record.get("status") == "failed":
+        failure = record.get("error", "failed")
+    elif record.get("status") != "done" or not (folder / "checkpoint_best.pt").exists():
+        failure = "did not finish"
+    elif not losses:
+        failure = "no dev evaluation in its train.log"
+    return {"dev_loss": min(losses) if losses else None, "updates": fairseq_log.last_updates(text),
+            "failure": failure}
+
+
+def tuning(a) -> None:
+    """The schemes' choices (choose-lr's files) as one table for the leaderboard."""
+    schemes = {}
+    for spec in a.choices:
+        scheme, _, path = spec.partition("=")
+        try:
+            schemes[scheme] = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            schemes[scheme] = {"grid": {}, "chosen": None}
+    Path(a.out).write_text(json.dumps({"metric": a.metric, "schemes": schemes}, indent=1) + "\n", encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m relpos_recipes.tools.choice", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="tool", required=True)
+    p = sub.add_parser("choose-lr")
+    p.add_argument("--out", required=True)
+    p.add_argument("--out-rate", required=True)
+    p.add_argument("points", nargs="+", help="LR=TRAINING_FOLDER")
+    p.set_defaults(run=choose_lr)
+    p = sub.add_parser("tuning")
+    p.add_argument("--out", required=True)
+    p.add_argument("--metric", required=True)
+    p.add_argument("choices", nargs="+", help="SCHEME=CHOICE_FILE")
+    p.set_defaults(run=tuning)
+    args = ap.parse_args(argv)
+    args.run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""fairseq-train as a step: ``python -m relpos_recipes.tools.fairseq_train --save-dir DIR --
+fairseq-train ...``.
+
+It resumes from ``checkpoint_last.pt``.  A training that reached --max-update, or stopped by
+--patience, before it was marked done is done: fairseq would otherwise take one more update
+on resuming (it checks the limit after an update), or train until --patience more
+evaluations (it does not save the count).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from relpos_analysis import fairseq_log
+
+from . import fail, option_value
+
+ZIP_END = b"PK\x05\x06"
+
+
+def check_checkpoint(path) -> None:
+    """An empty or cut-short checkpoint is named here rather than failing inside torch.load:
+    torch.save writes a zip archive, whose last 22 bytes are its end-of-archive record."""
+    path = Path(path)
+    if path.stat().st_size == 0:
+        fail(f"{path} is empty: not a checkpoint (cut short while saving?); delete it")
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - 22))
+        if not f.read(4) == ZIP_END:
+            fail(f"{path} is truncated: not a complete torch checkpoint (cut short while saving?); delete it")
+
+
+def finished_updates(checkpoint: Path) -> int:
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
+    return int(state["optimizer_history"][-1]["num_updates"])
+
+
+def stopped_early(log: Path, patience: Optional[str]) -> bool:
+    """Whether the last fairseq-train run in ``log`` ended by --patience ``patience``."""
+    if not patience or int(patience) <= 0 or not log.exists():
+        return False
+    return fairseq_log.stopped_early(log.read_text(encoding="utf-8", errors="replace"), int(patience))
+
+
+def train(save: Path, command) -> None:
+    last = save / "checkpoint_last.pt"
+    if last.exists():
+        check_checkpoint(last)
+        max_update = option_value(command, "--max-update")
+        patience = option_value(command, "--patience")
+        finished = None
+        if max_update and int(max_update) > 0 and finished_updates(last) >= int(max_update):
+            finished = f"has reached --max-update {max_update}"
+        elif stopped_early(save / "train.log", patience):
+            finished = f"stopped early (--patience {patience})"
+        if finished:
+            print(f"{last} {finished}: training had finished")
+            if not (save / "checkpoint_best.pt").exists():
+                shutil.copyfile(last, save / "checkpoint_best.pt")
+            return
+    # under srun only rank 0 speaks (fairseq's other ranks print their warnings and errors)
+    quiet = os.environ.get("SLURM_PROCID", "0") != "0" and os.environ.get("SLURM_STEP_ID") is not None
+    code = subprocess.run(command, stdout=subprocess.DEVNULL if quiet else None).returncode
+    if code != 0:
+        fail(f"fairseq-train failed (exit {code}; see {save / 'train.log'})")
+    if not (save / "checkpoint_best.pt").exists():
+        fail(f"training ended without {save / 'checkpoint_best.pt'} (see {save / 'train.log'})")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m relpos_recipes.tools.fairseq_train",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--save-dir", required=True)
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- fairseq-train ...")
+    a = ap.parse_args(argv)
+    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    train(Path(a.save_dir), command)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

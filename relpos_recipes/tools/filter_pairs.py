@@ -1,0 +1,99 @@
+"""Filter a line-parallel corpus by the lengths of both sides; print what was kept and removed.
+
+    filter_pairs.py --src train.de --tgt train.en --out-src out.de --out-tgt out.en \\
+        [--max-len 100] [--min-len 1] [--max-ratio 9] [--src-unit word|char] \\
+        [--tgt-unit word|char] [--label NAME] [--report filter.txt]
+
+A pair is removed when the source OR the target is longer than --max-len, shorter than
+--min-len, or when the longer side is more than --max-ratio times the shorter one (Moses'
+clean-corpus-n rule).  Lengths are whitespace-separated tokens ("word": on subworded text,
+subword tokens) or characters without spaces ("char", for unsegmented Chinese).  The summary
+line goes to stdout and, with --report, to a file; outputs are written under temporary names
+and renamed when complete.
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def length(line, unit):
+    if unit == "char":
+        return len("".join(line.split()))
+    return len(line.split())
+
+
+def keep_pair(ls, lt, a):
+    if a.min_len is not None and (ls < a.min_len or lt < a.min_len):
+        return False
+    if a.max_len is not None and (ls > a.max_len or lt > a.max_len):
+        return False
+    if a.max_ratio is not None and ls > 0 and lt > 0:
+        if ls / lt > a.max_ratio or lt / ls > a.max_ratio:
+            return False
+    return True
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--tgt", required=True)
+    ap.add_argument("--out-src", required=True)
+    ap.add_argument("--out-tgt", required=True)
+    ap.add_argument("--max-len", type=int)
+    ap.add_argument("--min-len", type=int)
+    ap.add_argument("--max-ratio", type=float)
+    ap.add_argument("--src-unit", choices=["word", "char"], default="word")
+    ap.add_argument("--tgt-unit", choices=["word", "char"], default="word")
+    ap.add_argument("--label", default="filter")
+    ap.add_argument("--report", help="also write the summary here (and NAME.json)")
+    a = ap.parse_args(argv)
+
+    tmp = [f"{a.out_src}.tmp.{os.getpid()}", f"{a.out_tgt}.tmp.{os.getpid()}"]
+    total = kept = 0
+    try:
+        with open(a.src, encoding="utf-8", newline="\n") as fs, \
+                open(a.tgt, encoding="utf-8", newline="\n") as ft, \
+                open(tmp[0], "w", encoding="utf-8") as os_, \
+                open(tmp[1], "w", encoding="utf-8") as ot:
+            for s in fs:
+                t = ft.readline()
+                if not t:
+                    raise SystemExit(f"error: {a.tgt} has fewer lines than {a.src}")
+                total += 1
+                if keep_pair(length(s, a.src_unit), length(t, a.tgt_unit), a):
+                    os_.write(s if s.endswith("\n") else s + "\n")
+                    ot.write(t if t.endswith("\n") else t + "\n")
+                    kept += 1
+            if ft.readline():
+                raise SystemExit(f"error: {a.tgt} has more lines than {a.src}")
+        os.replace(tmp[0], a.out_src)
+        os.replace(tmp[1], a.out_tgt)
+    finally:
+        for p in tmp:
+            if os.path.exists(p):
+                os.remove(p)
+
+    removed = total - kept
+    share = 100.0 * removed / total if total else 0.0
+    rules = ", ".join(f"{k}={v}" for k, v in (("max_len", a.max_len), ("min_len", a.min_len),
+                                                ("max_ratio", a.max_ratio)) if v is not None)
+    line = (f"{a.label}: kept {kept} of {total} pairs ({100.0 - share:.2f}%), "
+            f"removed {removed} ({share:.2f}%) [{rules}]")
+    print(line)
+    if a.report:
+        with open(a.report + ".tmp", "w", encoding="utf-8") as f:
+            f.write(line + "\n")
+        os.replace(a.report + ".tmp", a.report)
+        stats = {"label": a.label, "total": total, "kept": kept, "removed": removed,
+                 "removed_percent": round(share, 4), "max_len": a.max_len,
+                 "min_len": a.min_len, "max_ratio": a.max_ratio}
+        base = a.report[:-4] if a.report.endswith(".txt") else a.report
+        with open(base + ".json.tmp", "w", encoding="utf-8") as f:
+            json.dump(stats, f, indent=1)
+        os.replace(base + ".json.tmp", base + ".json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
