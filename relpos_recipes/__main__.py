@@ -2,7 +2,7 @@
 import importlib
 import sys
 
-from .engine.core import StepError
+from .engine import StepError
 
 # each recipe's module and function (imported when run: the others' imports are not paid for)
 RECIPES = {
@@ -14,7 +14,7 @@ RECIPES = {
     "train": ("training", "train_main"),
     "translate": ("training", "translate_main"),
     "demo": ("demo", "demo_main"),
-    "leaderboard": ("demo", "leaderboard_main"),
+    "leaderboard": ("leaderboard", "leaderboard_main"),
     **{f"table{n}": ("study", "table_main", n) for n in range(1, 6)},
     "tatoeba": ("study", "tatoeba_main"),
 }

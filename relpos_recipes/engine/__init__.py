@@ -1,8 +1,13 @@
-"""The step engine: steps and their manifests, the local runner, the SLURM submitter and the
-console (docs/reproducing.md explains it)."""
+"""The step engine: a recipe is a graph of steps (step.py, graph.py), each with one manifest
+(manifest.py) that decides what is done (plan.py); one runner (runner.py) runs the graph here
+(local.py, each step under guard.py) or submits it to SLURM (slurm.py), and the console
+(console.py) shows it.  docs/reproducing.md explains it in a page."""
 from .console import Console, ProgressConsole
-from .core import (FolderLock, LocalExecutor, Out, OutDir, Outcome, Step, StepError, Tool, describe, merged, plan,
-                   read_manifest)
+from .graph import Graph, Job, Later, unique_steps
+from .lock import FolderLock
+from .runner import DEFAULT_THREADS, Launch, add_launcher_options, run, unfinished
+from .step import Display, Out, OutDir, Policy, Resources, Step, StepError, Tool
 
-__all__ = ["Console", "FolderLock", "LocalExecutor", "Out", "OutDir", "Outcome", "ProgressConsole", "Step",
-           "StepError", "Tool", "describe", "merged", "plan", "read_manifest"]
+__all__ = ["Console", "DEFAULT_THREADS", "Display", "FolderLock", "Graph", "Job", "Launch", "Later", "Out", "OutDir",
+           "Policy", "ProgressConsole", "Resources", "Step", "StepError", "Tool", "add_launcher_options", "run",
+           "unfinished", "unique_steps"]

@@ -6,11 +6,12 @@ instead (updates, loss, dev loss, time left), redrawn in place on a terminal and
 every half minute otherwise; the full output is in each step's log, and a failing step's
 last lines are printed (the demo, the leaderboard and the Tatoeba recipe).
 """
-import re
 import sys
 import threading
 import time
 from typing import Dict, Optional
+
+from relpos_analysis import fairseq_log
 
 
 class Console:
@@ -26,15 +27,24 @@ class Console:
             print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     def step_line(self, step, line: str) -> None:
-        if self.stream_steps and step.echo:
+        if self.stream_steps and step.display.echo:
             with self._lock:
-                print(f"[{step.label}] {line}" if step.label else line, flush=True)
+                print(f"[{step.display.label}] {line}" if step.display.label else line, flush=True)
 
-    def step_started(self, step) -> None:
+    def plan_started(self, planned) -> None:
         pass
 
-    def step_ended(self, step) -> None:
-        pass
+    def step_skipped(self, step, why: str) -> None:
+        self.log(f"skip  {step.description} ({why})")
+
+    def step_started(self, step, reason: str) -> None:
+        self.log(f"start {step.description} ({reason})")
+
+    def step_done(self, step, seconds: float) -> None:
+        self.log(f"done  {step.description} ({seconds:.0f} s)")
+
+    def replanned(self, job, steps) -> None:
+        self.log(f"planned {job.later.title}: {len(steps)} step(s)")
 
     def step_failed(self, step, error: str) -> None:
         self.log(f"FAILED {step.description}: {error.splitlines()[0]}")
@@ -50,10 +60,6 @@ class Console:
 
 
 
-_UPDATES = re.compile(r"num_updates[= ](\d+)")
-_TRAIN_LOSS = re.compile(r"\| train_inner \|.*?\bloss=([\d.]+)")
-_DEV_LOSS = re.compile(r"\| valid on '[^']+' subset \| loss ([\d.]+)")
-_MAX_UPDATE = re.compile(r"--max-update[= ](\d+)")
 
 
 class _Progress:
@@ -64,21 +70,21 @@ class _Progress:
         self.updates = 0
         self.loss: Optional[str] = None
         self.dev_loss: Optional[str] = None
-        cap = _MAX_UPDATE.findall(" ".join(step.argv()))
+        cap = fairseq_log.MAX_UPDATE.findall(" ".join(step.argv()))
         self.max_updates = int(cap[-1]) if cap else None
         self.printed = 0.0
 
     def read(self, line: str) -> bool:
         """Takes one output line; whether it was a dev evaluation (worth showing at once)."""
-        updates = _UPDATES.search(line)
+        updates = fairseq_log.UPDATES.search(line)
         if updates:
             self.updates = int(updates.group(1))
             if self.first is None:
                 self.first = (time.monotonic(), self.updates)
-        loss = _TRAIN_LOSS.search(line)
+        loss = fairseq_log.TRAIN_LOSS.search(line)
         if loss:
             self.loss = loss.group(1)
-        dev = _DEV_LOSS.search(line)
+        dev = fairseq_log.DEV_LOSS.search(line)
         if dev:
             self.dev_loss = dev.group(1)
         return bool(dev)
@@ -94,7 +100,7 @@ class _Progress:
             parts.append(f"dev loss {self.dev_loss}")
         left = self._seconds_left()
         parts.append(f"{_clock(elapsed)} so far" + (f", about {_clock(left)} left" if left is not None else ""))
-        return f"[{self.step.label}] " + " · ".join(parts)
+        return f"[{self.step.display.label}] " + " · ".join(parts)
 
     def _seconds_left(self) -> Optional[float]:
         if not self.max_updates or self.first is None or self.updates <= self.first[1]:
@@ -125,12 +131,21 @@ class ProgressConsole(Console):
             print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
             self._draw()
 
-    def step_started(self, step) -> None:
-        if step.label and step.echo:
+    def step_started(self, step, reason: str) -> None:
+        super().step_started(step, reason)
+        if step.display.label and step.display.echo:
             with self._lock:
                 self.running[step] = _Progress(step)
 
-    def step_ended(self, step) -> None:
+    def step_done(self, step, seconds: float) -> None:
+        self._ended(step)
+        super().step_done(step, seconds)
+
+    def step_failed(self, step, error: str) -> None:
+        self._ended(step)
+        super().step_failed(step, error)
+
+    def _ended(self, step) -> None:
         with self._lock:
             progress = self.running.pop(step, None)
             if progress is not None and not self.live:

@@ -1,18 +1,18 @@
-"""Where a recipe's steps run: on this machine (``--launcher local``, the default) or as SLURM
-jobs (``--launcher slurm``).
+"""A recipe's graph as SLURM jobs (``--launcher slurm``).
 
-A recipe groups its steps into **jobs**: the preparation, one job per system (its training,
-then its translations), the reports.  Locally the steps simply run (recipes.engine).  On
-SLURM each job that is not done becomes one ``sbatch`` script that runs the same recipe
-command with ``--run-job NAME``: the job builds the same graph on its node and runs the
-steps of its group, so the manifests decide what is done there exactly as they do here.
-Jobs wait for the jobs whose outputs they read (``afterok``); reports wait for every system
-whatever became of it (``afterany``) and show the failures.  Training jobs are requeueable:
-one stopped by preemption, a node failure, ``scontrol requeue`` or (with ``--slurm-time``)
-its time limit starts again and resumes from its last checkpoint.
+The whole graph is planned at submission, as a local run plans it: a job is submitted when
+any of its steps would run, including because something upstream will run, and a job whose
+later part waits for a decision is submitted too.  Each submitted job is one ``sbatch``
+script running the same recipe command with ``--run-job NAME``: the job builds the same graph
+on its node and runs its steps, then builds its later part (the job boundary is the re-plan
+point) and runs that, so the manifests decide what is done there exactly as they do here.
+Jobs wait for the jobs whose outputs they read (``afterok``, cancelled by SLURM when one of
+those fails: ``--kill-on-invalid-dep=yes``); reports wait for every system whatever became of
+it (``afterany``).  Training jobs are requeueable: one stopped by preemption, a node failure
+or ``scontrol requeue`` starts again and resumes from its last checkpoint; near its
+``--slurm-time`` limit (``--slurm-requeue-margin`` before it) it requeues itself, at most
+``--slurm-max-requeues`` times (counted in its training's manifest), then fails saying so.
 """
-import argparse
-import dataclasses
 import json
 import os
 import re
@@ -21,243 +21,218 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
-from ..graphs.options import positive_int
-from .core import (Console, FolderLock, LocalExecutor, Outcome, Step, StepError, check_graph,
-                     describe, plan, read_manifest, record_legacy)
+from . import manifest
+from .graph import Graph, Job
+from .local import LocalRunner, Outcome, TimeLimit
+from .lock import FolderLock
+from .plan import Plan, plan
+from .runner import Launch, check_manifests, unfinished
+from .step import StepError
 
 # the environment that changes what a recipe does, handed to its jobs
 RECIPE_ENVIRONMENT = ("SMOKE", "SMOKE_DATA", "TRAIN_EXTRA_ARGS", "REPORT_TOKENIZE", "REPORT_EXTRA_ARGS",
                       "RELPOS_ARCH_OVERRIDE", "SKIP_REPORT", "OMP_NUM_THREADS")
-# squeue's reasons for a pending job that will never start, with why: cancelled by --wait
+# squeue's reasons for a pending job that will never start, with why
 UNRUNNABLE = "SLURM will never start it ({}: it asks for more than the partition gives)"
 NEVER_STARTS = {"DependencyNeverSatisfied": "a job it waits for failed",
                 **{reason: UNRUNNABLE.format(reason) for reason in
                    ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit")}}
-REQUEUE_WARNING_SECONDS = 180  # before --slurm-time ends, a training job requeues itself
+LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
+# the recipe options about submitting, which a job's own command line does not take
+_SUBMISSION_OPTIONS = {"--launcher", "--slurm-partition", "--slurm-gpus-per-job", "--slurm-cpus-per-job", "--slurm-nodes",
+                       "--slurm-time", "--slurm-mem", "--slurm-args", "--slurm-requeue-margin"}
 
 
-@dataclasses.dataclass(eq=False)
-class Job:
-    name: str  # unique in the recipe; a file name
-    steps: List[Step]
-    kind: str = "system"  # prepare | system | report
-    # its steps run whatever became of the jobs before it (reports of failed systems)
-    after_any: bool = False
-
-    @property
-    def trains(self) -> bool:
-        return any(step.in_place for step in self.steps)
+def log_dir(graph: Graph) -> Path:
+    return Path(graph.roots[-1]) / "slurm"
 
 
-def add_launcher_options(parser) -> None:
-    parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
-    parser.add_argument("--slurm-partition")
-    parser.add_argument("--slurm-gpus-per-job", type=_count, default=1)
-    parser.add_argument("--slurm-cpus-per-job", type=positive_int)
-    parser.add_argument("--slurm-nodes", type=positive_int, default=1)
-    parser.add_argument("--slurm-time")
-    parser.add_argument("--slurm-mem")
-    parser.add_argument("--slurm-args", default="")
-    parser.add_argument("--wait", action="store_true")
-    parser.add_argument("--run-job", help=argparse.SUPPRESS)
+# ----------------------------------------------------------------------------------------
+# inside a job
+# ----------------------------------------------------------------------------------------
+def run_job(graph: Graph, launch: Launch) -> Outcome:
+    """Runs job ``--run-job NAME``: its steps, then its later part, built from what they and
+    the jobs before it wrote."""
+    job = graph.job(launch.run_job)
+    if job is None:
+        raise StepError(f"--run-job {launch.run_job}: the recipe has no such job (its jobs: "
+                        f"{', '.join(j.name for j in graph.jobs)})")
+    alone = Graph([Job(job.name, job.steps, job.later, kind=job.kind, after_any=job.after_any)], graph.roots,
+                  keep_going=job.after_any or graph.keep_going)
+    cpus = int(os.environ.get("SLURM_CPUS_PER_TASK", launch.threads))
+    gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
+    runner = LocalRunner(cpus, gpus, launch.console, time_limit=job.trains)
+    # shared: the recipe's other jobs run beside it; each step holds its own lock
+    with FolderLock(graph.roots, launch.what(), shared=True):
+        try:
+            return runner.run(alone)
+        except TimeLimit as limit:
+            _requeue_or_fail(limit, launch)
+            raise SystemExit(0)
 
 
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a number of GPUs (0 for none), got '{text}'")
-    return int(text)
-
-
-def job_dependencies(jobs: Sequence[Job]) -> Dict[Job, List[Job]]:
-    """The jobs each job waits for: those writing what its steps read."""
-    upstream = check_graph([step for job in jobs for step in job.steps])
-    owner = {step: job for job in jobs for step in job.steps}
-    return {job: list(dict.fromkeys(owner[u] for step in job.steps for u in upstream[step] if owner[u] is not job))
-            for job in jobs}
-
-
-def failures_of(jobs: Iterable[Job]) -> Dict[str, str]:
-    """Each system job that did not finish, with why: its failed step's error from its
-    manifest, or that it did not run."""
-    found = {}
-    for job in jobs:
-        if job.kind != "system":
+def _requeue_or_fail(limit: TimeLimit, launch: Launch) -> None:
+    """At the time limit: back in the queue, the trainings to resume from their last
+    checkpoints; or, after --slurm-max-requeues requeues, failed, saying so."""
+    cap, job_id = launch.slurm.max_requeues, os.environ.get("SLURM_JOB_ID", "")
+    over = []
+    for step in (s for s in limit.steps if s.in_place):
+        record = manifest.of(step)
+        if record is None:
             continue
-        for step in job.steps:
-            record = read_manifest(step)
-            if record and record.get("status") == "failed":
-                found[job.name] = record.get("error", "failed")
-                break
-            if not (record and record.get("status") == "done") or not all(p.exists() for p in step.outputs):
-                found[job.name] = f"{step.description} did not finish (see {step.log_path})"
-                break
-    return found
+        record.requeues += 1
+        if record.requeues > cap:
+            record.status, record.ended = "failed", manifest.now()
+            record.error = (f"{step.description} reached its SLURM time limit {record.requeues} times; requeued "
+                            f"{cap} times (--slurm-max-requeues {cap}), not again: give it more --slurm-time")
+            over.append(record.error)
+        manifest.write(step.manifest_path, record)
+    if over:
+        raise StepError("; ".join(over))
+    launch.console.log(f"job {job_id} reached its time limit: requeued, its trainings resume from their last "
+                       f"checkpoints (requeue {max((manifest.of(s).requeues for s in limit.steps if s.in_place), default=0)}"
+                       f" of at most {cap})")
+    subprocess.run(["scontrol", "requeue", job_id])
 
 
 # ----------------------------------------------------------------------------------------
-# running a recipe's jobs
+# submitting
 # ----------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class Launch:
-    """What the recipe's command line says about where it runs."""
+class Submitter:
+    """Submits a graph's jobs with sbatch, each depending on the jobs it reads from."""
 
-    recipe: str  # python -m relpos_recipes NAME
-    argv: Sequence[str]  # its arguments, to hand to the jobs
-    args: argparse.Namespace
-    roots: Sequence[Path]  # the folders of the run: locked, and the SLURM logs go to the first
-    threads: int
-    gpus: int
-    console: Console = dataclasses.field(default_factory=Console)
-
-    @property
-    def log_dir(self) -> Path:
-        return Path(self.roots[-1]) / "slurm"
-
-    def run(self, jobs: Sequence[Job], keep_going: bool = False) -> Optional[Outcome]:
-        """Runs the jobs here, submits them to SLURM, or runs the one job --run-job names."""
-        if self.args.run_job:
-            return self._run_job(jobs, self.args.run_job)
-        if self.args.launcher == "slurm":
-            Slurm(self).submit(jobs)
-            return None
-        steps = [step for job in jobs for step in job.steps]
-        if self.args.dry_run:
-            print(describe(plan(steps)))
-            return None
-        with FolderLock(self.roots, _what(self)):
-            return LocalExecutor(self.threads, self.gpus, self.console).run(steps, keep_going=keep_going)
-
-    def _run_job(self, jobs: Sequence[Job], name: str) -> Outcome:
-        job = next((j for j in jobs if j.name == name), None)
-        if job is None:
-            raise StepError(f"--run-job {name}: the recipe has no such job (its jobs: "
-                            f"{', '.join(j.name for j in jobs)})")
-        homes = {step.home for step in job.steps}
-        # shared on the run's folders (other jobs run beside it), its own folders exclusively
-        with FolderLock(self.roots, _what(self), shared=True), FolderLock(homes, f"SLURM job {name}"):
-            cpus = int(os.environ.get("SLURM_CPUS_PER_TASK", self.threads))
-            gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
-            return LocalExecutor(cpus, gpus, self.console).run(job.steps, keep_going=job.after_any)
-
-
-def _what(launch: Launch) -> str:
-    return " ".join(shlex.quote(a) for a in ["python", "-m", "relpos_recipes", launch.recipe, *launch.argv])
-
-
-class Slurm:
-    """Submits a recipe's jobs with sbatch, each depending on the jobs it reads from."""
-
-    def __init__(self, launch: Launch):
+    def __init__(self, graph: Graph, launch: Launch):
+        self.graph = graph
         self.launch = launch
-        self.args = launch.args
-        self.record = launch.log_dir / "jobs.json"  # job name -> SLURM job id of the last submission
-        self.node_cpus = largest_node_cpus(self.args.slurm_partition)  # None where sinfo does not say
+        self.options = launch.slurm
+        self.log_dir = log_dir(graph)
+        self.record = self.log_dir / "jobs.json"  # job name -> SLURM job id of the last submission
+        self.node_cpus = largest_node_cpus(self.options.partition)  # None where sinfo does not say
 
-    def submit(self, jobs: Sequence[Job]) -> None:
-        args = self.args
-        if args.slurm_nodes > 1 and args.slurm_gpus_per_job == 0:
+    def submit(self) -> None:
+        self._check_request()
+        # shared with the recipe's jobs, exclusive among submissions: two at once would each
+        # submit every job
+        with FolderLock(self.graph.roots, self.launch.what(), shared=True), \
+                FolderLock([self.log_dir], f"submission of {self.launch.what()}"):
+            check_manifests(self.graph.roots)
+            planned = plan(self.graph)
+            ids = self._submit(planned)
+        if self.launch.wait and ids and not self.launch.dry_run:
+            self.wait(ids)
+
+    def _check_request(self) -> None:
+        options, where = self.options, self.options.partition or "the default partition"
+        if options.nodes > 1 and options.gpus_per_job == 0:
             raise StepError("--slurm-nodes > 1 needs --slurm-gpus-per-job: one training task per GPU")
-        planned = {job: plan(job.steps) for job in jobs}
-        done = {job: all(state.done for _, state in planned[job]) for job in jobs}
-        if not args.dry_run:  # what an older version's markers say is done gets its manifest now
-            for step, state in (pair for job in jobs for pair in planned[job]):
-                if state.done and state.reason:
-                    record_legacy(step)
-        depends = job_dependencies(jobs)
+        if options.cpus_per_job and self.node_cpus and options.cpus_per_job > self.node_cpus:
+            raise StepError(f"--slurm-cpus-per-job {options.cpus_per_job}: the largest node of {where} has "
+                            f"{self.node_cpus} CPUs")
+        if options.gpus_per_job and partition_has_gpus(options.partition) is False:
+            raise StepError(f"--slurm-gpus-per-job {options.gpus_per_job}: no node of {where} has GPUs (sinfo "
+                            "lists no gpu resource); use --slurm-gpus-per-job 0 to train on CPUs")
+        if options.time is not None:
+            seconds = time_limit_seconds(options.time)
+            if seconds <= options.requeue_margin:
+                raise StepError(f"--slurm-time {options.time} ({seconds} s) is not longer than the "
+                                f"{options.requeue_margin} s before it at which a training requeues itself "
+                                "(--slurm-requeue-margin): it would requeue as soon as it starts; give more time")
+
+    def _submit(self, planned: Plan) -> Dict[Job, str]:
+        depends = dependencies(self.graph, planned)
         previous = self._previous()
         ids: Dict[Job, str] = {}
+        submitted: List[str] = []
         lines = []
-        for job in _in_order(jobs, depends):
-            queued = previous.get(job.name)
-            if done[job]:
-                lines.append(f"[done] {job.name}")
-                continue
-            if queued and self._queued(queued):
-                ids[job] = queued
-                lines.append(f"[queued before: {queued}] {job.name}")
-                continue
-            after = [ids[d] for d in depends[job] if d in ids]
-            script = self.script(job, after)
-            if args.dry_run:
-                lines.append(f"[submit] {job.name}" + (f" after {', '.join(d.name for d in depends[job])}" if depends[job] else ""))
-                print(f"# --- job {job.name} ---\n{script}")
-                ids[job] = f"<{job.name}>"
-                continue
-            ids[job] = self._sbatch(job, script)
-            lines.append(f"[submitted {ids[job]}] {job.name}" + (f" (after {', '.join(after)})" if after else ""))
-        print("\n".join(lines))
-        if args.dry_run:
-            return
-        self._remember({**previous, **{job.name: ids[job] for job in ids}})
-        if args.wait and ids:
-            self.wait(ids)
+        try:
+            for job in _in_order(self.graph.jobs, depends):
+                if not planned.job_runs(job):
+                    lines.append(f"[done] {job.name}")
+                    continue
+                queued = previous.get(job.name)
+                state, reason = queue_state(queued) if queued and not self.launch.dry_run else (None, None)
+                if state in LIVE_STATES and reason not in NEVER_STARTS:
+                    ids[job] = queued
+                    lines.append(f"[queued before: {queued}] {job.name}")
+                    continue
+                if state in LIVE_STATES:  # it would wait for ever: it goes, and a new one takes its place
+                    subprocess.run(["scancel", queued], capture_output=True)
+                    lines.append(f"[cancelled {queued}: {NEVER_STARTS[reason]}] {job.name}")
+                after = [ids[d] for d in depends[job] if d in ids]
+                script = self.script(job, after)
+                if self.launch.dry_run:
+                    waits = f" after {', '.join(d.name for d in depends[job])}" if depends[job] else ""
+                    lines.append(f"[submit] {job.name}{waits}")
+                    print(f"# --- job {job.name} ---\n{script}")
+                    ids[job] = f"<{job.name}>"
+                    continue
+                ids[job] = self._sbatch(job, script)
+                submitted.append(ids[job])
+                lines.append(f"[submitted {ids[job]}] {job.name}" + (f" (after {', '.join(after)})" if after else ""))
+        except StepError as error:
+            if submitted:
+                subprocess.run(["scancel", *submitted], capture_output=True)
+                raise StepError(f"{error}; the {len(submitted)} job(s) this submission had queued were cancelled "
+                                f"({', '.join(submitted)})") from None
+            raise
+        finally:
+            print("\n".join(lines))
+        if not self.launch.dry_run:
+            self._remember({**previous, **{job.name: job_id for job, job_id in ids.items()}})
+        return ids
 
     # --- the job script ---------------------------------------------------------------
     def script(self, job: Job, after: Sequence[str]) -> str:
-        args, launch = self.args, self.launch
-        gpus = args.slurm_gpus_per_job if job.kind == "system" else 0
-        nodes = args.slurm_nodes if job.kind == "system" else 1
+        options, launch = self.options, self.launch
+        gpus = options.gpus_per_job if job.kind == "system" else 0
+        nodes = options.nodes if job.kind == "system" else 1
         cpus = self._cpus(job.kind, gpus)
-        options = [f"--job-name=relpos-{launch.recipe}-{job.name}", f"--output={launch.log_dir}/{job.name}-%j.out",
-                   "--open-mode=append", f"--cpus-per-task={cpus}", f"--nodes={nodes}"]
+        sbatch = [f"--job-name=relpos-{launch.recipe}-{job.name}", f"--output={self.log_dir}/{job.name}-%j.out",
+                  "--open-mode=append", f"--cpus-per-task={cpus}", f"--nodes={nodes}", "--kill-on-invalid-dep=yes"]
         if gpus:
-            options += [f"--gres=gpu:{gpus}", f"--ntasks-per-node={gpus}" if nodes > 1 else "--ntasks=1"]
-        if args.slurm_partition:
-            options.append(f"--partition={args.slurm_partition}")
-        if args.slurm_time:
-            options.append(f"--time={args.slurm_time}")
-        if args.slurm_mem:
-            options.append(f"--mem={args.slurm_mem}")
+            sbatch += [f"--gres=gpu:{gpus}", f"--ntasks-per-node={gpus}" if nodes > 1 else "--ntasks=1"]
+        if options.partition:
+            sbatch.append(f"--partition={options.partition}")
+        if options.time:
+            sbatch.append(f"--time={options.time}")
+        if options.mem:
+            sbatch.append(f"--mem={options.mem}")
         if job.trains:
-            options.append("--requeue")
-            if args.slurm_time:
-                options.append(f"--signal=B:USR1@{REQUEUE_WARNING_SECONDS}")
+            sbatch.append("--requeue")
+            if options.time:
+                # to the batch process, which is the recipe's runner (exec below)
+                sbatch.append(f"--signal=B:USR1@{options.requeue_margin}")
         else:
-            options.append("--no-requeue")
+            sbatch.append("--no-requeue")
         if after:
-            options.append(f"--dependency={'afterany' if job.after_any else 'afterok'}:{':'.join(after)}")
-        options += shlex.split(args.slurm_args)
+            sbatch.append(f"--dependency={'afterany' if job.after_any else 'afterok'}:{':'.join(after)}")
+        sbatch += shlex.split(options.args)
         environment = {name: os.environ[name] for name in RECIPE_ENVIRONMENT if name in os.environ}
-        command = ["python", "-m", "relpos_recipes", launch.recipe, *_without_launcher(launch.argv), "--run-job", job.name]
+        command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), "--run-job", job.name]
         venv = os.environ.get("VIRTUAL_ENV") or str(Path(sys.executable).parent.parent)
-        lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in options),
-                 f"# {job.kind} job of: {_what(launch)}",
-                 "set -uo pipefail",
+        lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in sbatch),
+                 f"# {job.kind} job of: {launch.what()}",
                  f"cd {shlex.quote(os.getcwd())}",  # where the recipe's relative paths start
                  f"source {shlex.quote(venv)}/bin/activate",
                  "export PL_ENV_READY=\"$VIRTUAL_ENV\" TQDM_DISABLE=1",
-                 *(f"export {name}={shlex.quote(value)}" for name, value in environment.items())]
-        if job.trains:
-            lines += ["# preempted or near its time limit: back in the queue, to resume from its last checkpoint",
-                      "requeue() { echo \"requeueing job $SLURM_JOB_ID\"; scontrol requeue \"$SLURM_JOB_ID\"; }",
-                      "trap requeue USR1",
-                      f"{' '.join(shlex.quote(c) for c in command)} &",
-                      "child=$!",
-                      "wait \"$child\"; status=$?",
-                      "while kill -0 \"$child\" 2> /dev/null; do wait \"$child\"; status=$?; done  # a trap interrupts wait",
-                      "exit $status"]
-        else:
-            lines.append(f"exec {' '.join(shlex.quote(c) for c in command)}")
+                 *(f"export {name}={shlex.quote(value)}" for name, value in environment.items()),
+                 f"exec {' '.join(shlex.quote(c) for c in command)}"]
         return "\n".join(lines) + "\n"
 
     def _cpus(self, kind: str, gpus: int) -> int:
         """The CPUs a job asks for: --slurm-cpus-per-job, or by default the recipe's threads
         for the data and 4 a GPU (1 without) for a system, at most what a node has: a job
         that asks for more than any node of the partition would wait in the queue for ever."""
-        largest, where = self.node_cpus, self.args.slurm_partition or "the default partition"
-        if self.args.slurm_cpus_per_job:
-            if largest and self.args.slurm_cpus_per_job > largest:
-                raise StepError(f"--slurm-cpus-per-job {self.args.slurm_cpus_per_job}: the largest node of "
-                                f"{where} has {largest} CPUs")
-            return self.args.slurm_cpus_per_job
-        wanted = self.launch.threads if kind == "prepare" else max(1, gpus) * 4 if gpus else 1
-        return min(wanted, largest) if largest else wanted
+        if self.options.cpus_per_job:
+            return self.options.cpus_per_job
+        wanted = self.launch.threads if kind == "prepare" else gpus * 4 if gpus else 1
+        return min(wanted, self.node_cpus) if self.node_cpus else wanted
 
     def _sbatch(self, job: Job, script: str) -> str:
-        self.launch.log_dir.mkdir(parents=True, exist_ok=True)
-        path = self.launch.log_dir / f"{job.name}.sbatch"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        path = self.log_dir / f"{job.name}.sbatch"
         path.write_text(script, encoding="utf-8")
         proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True)
         if proc.returncode != 0:
@@ -267,21 +242,16 @@ class Slurm:
     # --- what was submitted before ----------------------------------------------------
     def _previous(self) -> Dict[str, str]:
         try:
-            return json.loads(self.record.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+            recorded = json.loads(self.record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             return {}
+        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
 
     def _remember(self, ids: Dict[str, str]) -> None:
         self.record.parent.mkdir(parents=True, exist_ok=True)
         temp = self.record.with_name(f".tmp.{os.getpid()}.{self.record.name}")
         temp.write_text(json.dumps(ids, indent=1) + "\n", encoding="utf-8")
         os.replace(temp, self.record)
-
-    @staticmethod
-    def _queued(job_id: str) -> bool:
-        proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True)
-        return proc.returncode == 0 and proc.stdout.strip() in ("PENDING", "RUNNING", "CONFIGURING", "REQUEUED",
-                                                                "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
 
     # --- --wait -----------------------------------------------------------------------
     def wait(self, ids: Dict[Job, str]) -> None:
@@ -301,40 +271,30 @@ class Slurm:
             if never:
                 subprocess.run(["scancel", *(job_id for job_id, _ in never)])
             time.sleep(2)
-        unfinished = []  # the data or a report: without them there is nothing to report
+        unfinished_jobs = []  # the data or a report: without them there is nothing to report
         for job, job_id in ids.items():
             state = job_state(job_id)
             console.log(f"job {job_id} {job.name}: {state}")
             if job.kind != "system" and not state.startswith("COMPLETED"):
-                unfinished.append(f"{job.name} ({state}; {self.launch.log_dir}/{job.name}-{job_id}.out)")
-        failed = failures_of(ids)
-        for name, error in failed.items():
-            console.log(f"FAILED {name}: {error}")
-        if unfinished:
-            raise StepError(f"SLURM job(s) did not complete: {', '.join(unfinished)}")
+                unfinished_jobs.append(f"{job.name} ({state}; {self.log_dir}/{job.name}-{job_id}.out)")
+        for job in ids:
+            if job.kind == "system":
+                why = unfinished(job.steps)
+                if why:
+                    console.log(f"FAILED {job.name}: {why}")
+        if unfinished_jobs:
+            raise StepError(f"SLURM job(s) did not complete: {', '.join(unfinished_jobs)}")
 
 
-def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
-    """The CPUs of the partition's largest node (the default partition's without one), or
-    None where sinfo does not say."""
-    try:
-        proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%c %P", *(["-p", partition] if partition else [])],
-                              capture_output=True, text=True)
-    except OSError:  # no SLURM here: a --dry-run elsewhere
-        return None
-    counts = [int(fields[0]) for fields in (line.split() for line in proc.stdout.splitlines())
-              if len(fields) == 2 and fields[0].isdigit() and (partition or fields[1].endswith("*"))]
-    return max(counts) if proc.returncode == 0 and counts else None
-
-
-def job_state(job_id: str) -> str:
-    """A finished job's state, from scontrol (sacct needs accounting, which a small
-    cluster may not have)."""
-    proc = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True)
-    match = re.search(r"JobState=(\S+)", proc.stdout)
-    restarts = re.search(r"Restarts=(\d+)", proc.stdout)
-    state = match.group(1) if match else "(no longer known to slurmctld)"
-    return state + (f", restarted {restarts.group(1)}x" if restarts and restarts.group(1) != "0" else "")
+def dependencies(graph: Graph, planned: Plan) -> Dict[Job, List[Job]]:
+    """The jobs each job waits for: those writing what its steps read, and those its later
+    part is declared to wait for."""
+    owner = {step: job for job in graph.jobs for step in planned.steps_of(job)}
+    found = {}
+    for job in graph.jobs:
+        readers = [owner[u] for step in planned.steps_of(job) for u in planned.upstream.get(step, []) if owner[u] is not job]
+        found[job] = list(dict.fromkeys([*readers, *job.waits_for]))
+    return found
 
 
 def _in_order(jobs: Sequence[Job], depends: Dict[Job, List[Job]]) -> List[Job]:
@@ -353,20 +313,73 @@ def _in_order(jobs: Sequence[Job], depends: Dict[Job, List[Job]]) -> List[Job]:
     return order
 
 
-def _without_launcher(argv: Sequence[str]) -> List[str]:
-    """The recipe's arguments without those about submitting (the job runs its steps)."""
-    valued = {"--launcher", "--slurm-partition", "--slurm-gpus-per-job", "--slurm-cpus-per-job", "--slurm-nodes",
-              "--slurm-time", "--slurm-mem", "--slurm-args"}
+def job_argv(argv: Sequence[str]) -> List[str]:
+    """The recipe's arguments as a job runs them: without those about submitting."""
     kept, skip = [], False
     for arg in argv:
         if skip:
             skip = False
             continue
         name = arg.split("=", 1)[0]
-        if name in valued:
+        if name in _SUBMISSION_OPTIONS:
             skip = "=" not in arg
             continue
         if arg in ("--wait", "--dry-run"):
             continue
         kept.append(arg)
     return kept
+
+
+def queue_state(job_id: str):
+    """(state, reason) of a queued job, or (None, None) once SLURM has forgotten it."""
+    proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T %r"], capture_output=True, text=True)
+    fields = proc.stdout.split()
+    return (fields[0], fields[-1]) if proc.returncode == 0 and fields else (None, None)
+
+
+def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
+    """The CPUs of the partition's largest node (the default partition's without one), or
+    None where sinfo does not say."""
+    counts = [int(fields[0]) for fields in _sinfo("%c %P", partition) if fields[0].isdigit()]
+    return max(counts) if counts else None
+
+
+def partition_has_gpus(partition: Optional[str]) -> Optional[bool]:
+    """Whether any node of the partition has a GPU resource (None where sinfo does not say)."""
+    nodes = _sinfo("%G %P", partition)
+    return any("gpu" in fields[0] for fields in nodes) if nodes else None
+
+
+def _sinfo(fields: str, partition: Optional[str]) -> List[List[str]]:
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-N", "-o", fields, *(["-p", partition] if partition else [])],
+                              capture_output=True, text=True)
+    except OSError:  # no SLURM here: a --dry-run elsewhere
+        return []
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    return [row for row in rows if len(row) == 2 and (partition or row[1].endswith("*"))] if proc.returncode == 0 else []
+
+
+def job_state(job_id: str) -> str:
+    """A finished job's state, from scontrol (sacct needs accounting, which a small
+    cluster may not have)."""
+    proc = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True)
+    match = re.search(r"JobState=(\S+)", proc.stdout)
+    restarts = re.search(r"Restarts=(\d+)", proc.stdout)
+    state = match.group(1) if match else "(no longer known to slurmctld)"
+    return state + (f", restarted {restarts.group(1)}x" if restarts and restarts.group(1) != "0" else "")
+
+
+def time_limit_seconds(text: str) -> int:
+    """sbatch's --time in seconds: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS,
+    DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS."""
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
+    if not match:
+        raise StepError(f"--slurm-time: expected sbatch's time format (MINUTES, HH:MM:SS, D-HH:MM, ...), got '{text}'")
+    days, first, second, third = match.groups()
+    if days is not None:  # D-H, D-H:M, D-H:M:S
+        return ((int(days) * 24 + int(first)) * 60 + int(second or 0)) * 60 + int(third or 0)
+    if third is not None:  # H:M:S
+        return (int(first) * 60 + int(second)) * 60 + int(third)
+    return int(first) * 60 + int(second or 0)  # M, M:S
+

@@ -3,7 +3,7 @@ engine (relpos_recipes.engine) runs them.  A step runs a tool by its symbolic na
 (relpos_recipes.tools.COMMANDS), fairseq's or subword-nmt's commands."""
 import sys
 
-from ..engine.core import Tool
+from ..engine.step import Tool
 from ..tools import COMMANDS
 
 PY = sys.executable

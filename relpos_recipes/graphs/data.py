@@ -16,9 +16,9 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import legacy
-from ..engine.core import MANIFEST_DIR, Out, Step, StepError, merged
-from . import PY, tool
+from ..engine import Display, Out, Policy, Resources, Step, StepError, unique_steps
+from ..engine.step import MANIFEST_DIR
+from . import tool
 
 NEWSTEST_ALL_YEARS = (2008, 2009, 2010, 2011, 2012, 2013, 2014, 2016, 2017, 2018)
 JOINED_SETS = {"concat_seq": 2, "concat3_seq": 3}
@@ -61,7 +61,6 @@ class Preparation:
     # whether lenN's dev set holds only the pairs within N too (the dev loss the leaderboard
     # selects learning rates and stops on measures what training can learn, not extrapolation)
     dev_within_limit: bool = False
-    legacy_config: str = ""  # what an older version recorded in WORK/config.env
 
     @property
     def langs(self) -> Tuple[str, str]:
@@ -70,16 +69,13 @@ class Preparation:
     def path(self, *parts: str) -> Path:
         return self.work.joinpath(*parts)
 
-    def step(self, name: str, command, inputs=(), *, home: Optional[Path] = None, legacy_stamp: str = "",
-             cpus: int = 1, **kwargs) -> Step:
-        """A step of this preparation: recorded relative to WORK, refused (or redone) when
-        its command changes, recognised from an older version's stamp ``legacy_stamp``."""
-        recognised = None
-        if legacy_stamp and self.legacy_config:
-            recognised = lambda: legacy.prepared(self.work, self.legacy_config, legacy_stamp)  # noqa: E731
-        return Step(name, command, home=home or self.work, root=self.work, inputs=list(inputs),
-                    on_change=self.on_change, refusal=PREPARED_REFUSAL, cpus=min(cpus, self.threads),
-                    legacy_done=recognised, **kwargs)
+    def step(self, name: str, command, inputs=(), *, home: Optional[Path] = None, cpus: int = 1,
+             identity: Optional[Sequence[str]] = None, title: str = "", log: Optional[Path] = None) -> Step:
+        """A step of this preparation: recorded relative to WORK, refused (or redone) when its
+        command changes."""
+        return Step(name, command, home=home or self.work, root=self.work, inputs=inputs, identity=identity,
+                    policy=Policy(on_change=self.on_change, refusal=PREPARED_REFUSAL),
+                    resources=Resources(cpus=min(cpus, self.threads)), display=Display(title=title, log=log))
 
 
 # ----------------------------------------------------------------------------------------
@@ -91,19 +87,18 @@ def wmt_fetcher(local_dirs: Sequence[Path], offline: bool) -> Fetcher:
     a fetched corpus is (its content is), so another --local-dir does not make it another."""
     search = [a for d in local_dirs for a in ("--search", d)] + (["--offline"] if offline else [])
 
-    def fetch(kind: str, stem: str, legacy_stamp: str):
+    def fetch(kind: str, stem: str):
         def steps(p: Preparation, name: str) -> List[Step]:
             prefix = p.path("orig", stem.format(name=name))
             out = Out(prefix, also=tuple(Path(f"{prefix}.{lang}") for lang in p.langs), prefix=True)
             command = [tool("corpora"), kind, "--pair", p.pair, "--name", name,
                        "--raw-dir", p.path("raw"), "--out-prefix", out, *search]
             return [p.step(f"orig.{stem.format(name=name)}", command, identity=["fetch", p.pair, kind, name],
-                           title=f"fetch {name}", legacy_stamp=legacy_stamp.format(name=name))]
+                           title=f"fetch {name}")]
 
         return steps
 
-    return Fetcher(corpus=fetch("corpus", "train.{name}", "orig.train.{name}"),
-                   testset=fetch("testset", "{name}", "orig.{name}"))
+    return Fetcher(corpus=fetch("corpus", "train.{name}"), testset=fetch("testset", "{name}"))
 
 
 # ----------------------------------------------------------------------------------------
@@ -118,12 +113,10 @@ def preparation_steps(p: Preparation) -> List[Step]:
     settings = [f"PAIR={p.pair}", f"SRC={p.src}", f"TGT={p.tgt}", f"TEXTPROC={p.textproc}", f"SEG={p.seg}",
                 f"SEG_SIZE={p.seg_size}", f"BPE_VOCAB_THRESHOLD={p.bpe_vocab_threshold}"]
     steps.append(p.step("segmentation.env", [tool("write-env"), "--out", Out(p.path("segmentation.env")),
-                                             *settings], title="record the segmentation settings",
-                        legacy_stamp="seg.learn"))
+                                             *settings], title="record the segmentation settings"))
     steps.append(p.step("testsets.env", [tool("write-env"), "--out", Out(p.path("testsets.env")),
                                          f"DEFAULT_SETS={','.join(p.default_test_sets)}",
-                                         f"CONCAT_OF={p.concat_of}"], title="record the default test sets",
-                        legacy_stamp="seg.learn"))
+                                         f"CONCAT_OF={p.concat_of}"], title="record the default test sets"))
     parts = {"train": [f"train.{c}" for c in p.corpora], "valid": list(p.dev_sets), "test": [p.test_set]}
     for split, names in parts.items():
         for lang, other in (p.langs, p.langs[::-1]):
@@ -134,7 +127,7 @@ def preparation_steps(p: Preparation) -> List[Step]:
                  "--out", Out(p.path("text", f"{split}.{lang}")), *inputs,
                  "--parallel-to", *[p.path("orig", f"{n}.{other}") for n in names]],
                 inputs + [p.path("orig", f"{n}.{other}") for n in names], cpus=p.threads,
-                title=f"{_textproc_words(p.textproc)} {split}.{lang}", legacy_stamp=f"text.{split}"))
+                title=f"{_textproc_words(p.textproc)} {split}.{lang}"))
     units = {lang: "char" if lang in ("zh", "ja") else "word" for lang in p.langs}
     clean = [p.path("text", f"train.{lang}") for lang in p.langs]
     steps.append(p.step("clean", [
@@ -144,13 +137,13 @@ def preparation_steps(p: Preparation) -> List[Step]:
         "--max-ratio", _number(p.clean_ratio), "--src-unit", units[p.src], "--tgt-unit", units[p.tgt],
         "--label", f"cleaning (empty lines, length ratio > {_number(p.clean_ratio)})",
         "--report", Out(p.path("text", "clean.txt"), also=(p.path("text", "clean.json"),))],
-        clean, title="clean the training pairs", legacy_stamp="clean"))
+        clean, title="clean the training pairs"))
     steps += _segmentation_steps(p)
     steps.append(p.step("dict", [
         "fairseq-preprocess", "--source-lang", p.src, "--target-lang", p.tgt,
         "--trainpref", p.path("seg", "train"), "--destdir", Out(p.path("dict")), "--dict-only",
         "--workers", p.threads], [p.path("seg", f"train.{lang}") for lang in p.langs],
-        cpus=p.threads, log=p.path("dict.log"), title="fairseq dictionaries", legacy_stamp="dict"))
+        cpus=p.threads, log=p.path("dict.log"), title="fairseq dictionaries"))
     for n in p.lens:
         train = [p.path("seg", f"train.{lang}") for lang in p.langs]
         steps.append(p.step(f"filter.len{n}", [
@@ -159,7 +152,7 @@ def preparation_steps(p: Preparation) -> List[Step]:
             "--out-tgt", Out(p.path(f"len{n}", f"train.{p.tgt}")), "--max-len", n,
             "--label", f"length filter (source or target > {n} subword tokens)",
             "--report", Out(p.path(f"len{n}", "filter.txt"), also=(p.path(f"len{n}", "filter.json"),))],
-            train, title=f"length filter at {n}", legacy_stamp=f"filter.len{n}"))
+            train, title=f"length filter at {n}"))
         valid = p.path("seg", "valid")
         if p.dev_within_limit:
             valid = p.path(f"len{n}", "valid")
@@ -180,8 +173,7 @@ def preparation_steps(p: Preparation) -> List[Step]:
             [p.path("dict"), *[p.path(f"len{n}", f"train.{lang}") for lang in p.langs],
              *[Path(f"{valid}.{lang}") for lang in p.langs],
              *[p.path("seg", f"test.{lang}") for lang in p.langs]],
-            cpus=p.threads, log=p.path("data-bin", f"len{n}.log"), title=f"binarize len{n}",
-            legacy_stamp="" if p.dev_within_limit else f"bin.len{n}"))
+            cpus=p.threads, log=p.path("data-bin", f"len{n}.log"), title=f"binarize len{n}" if p.dev_within_limit else f"bin.len{n}"))
     return steps
 
 
@@ -221,7 +213,7 @@ def _segmentation_steps(p: Preparation) -> List[Step]:
             "-s", p.seg_size, "-o", Out(p.path("seg", "codes")), "--write-vocabulary",
             Out(p.path("seg", f"vocab.{p.src}")), Out(p.path("seg", f"vocab.{p.tgt}")),
             "--num-workers", p.threads], list(clean.values()), cpus=p.threads,
-            title=f"learn joint BPE ({p.seg_size} merges)", legacy_stamp="seg.learn"))
+            title=f"learn joint BPE ({p.seg_size} merges)"))
     else:
         for lang in p.langs:
             prefix = p.path("seg", f"spm.{lang}")
@@ -230,7 +222,7 @@ def _segmentation_steps(p: Preparation) -> List[Step]:
                 tool("spm"), "train", "--input", clean[lang], "--model-prefix", model,
                 "--vocab-size", p.seg_size, "--character-coverage", 0.9995 if lang in ("zh", "ja") else 1.0,
                 "--threads", p.threads, "--soft-vocab-limit"], [clean[lang]], cpus=p.threads,
-                title=f"learn SentencePiece {lang} ({p.seg_size} pieces)", legacy_stamp="seg.learn"))
+                title=f"learn SentencePiece {lang} ({p.seg_size} pieces)"))
     models = segmentation_models(p.work, p.seg, p.langs)
     for split in ("train", "valid", "test"):
         for lang in p.langs:
@@ -239,8 +231,7 @@ def _segmentation_steps(p: Preparation) -> List[Step]:
                 f"seg.{split}.{lang}",
                 segment_command(p.work, p.seg, lang, source, Out(p.path("seg", f"{split}.{lang}")),
                                 p.threads, p.bpe_vocab_threshold),
-                [source, *models[lang]], cpus=p.threads, title=f"segment {split}.{lang}",
-                legacy_stamp=f"seg.{split}"))
+                [source, *models[lang]], cpus=p.threads, title=f"segment {split}.{lang}"))
     return steps
 
 
@@ -256,9 +247,9 @@ def summary(p: Preparation) -> str:
 
 def refuse_foreign_work(work: Path, option: str = "--work-dir") -> None:
     """A preparation clears temporary files and rewrites what it makes: never in a folder it
-    does not own.  Its own folders have step manifests (or an older version's .lock or
-    config.env); corpora placed in raw/ beforehand are welcome."""
-    if not work.is_dir() or (work / MANIFEST_DIR).exists() or legacy.is_old_preparation(work):
+    does not own.  Its own folders have step manifests; corpora placed in raw/ beforehand are
+    welcome."""
+    if not work.is_dir() or (work / MANIFEST_DIR).exists():
         return
     other = sorted(p.name for p in work.iterdir() if p.name != "raw")
     if other:
@@ -316,10 +307,10 @@ def testset_steps(prep: Prepared, name: str, fetch: Callable[[str], List[Step]],
     work, folder = prep.work, prep.work / "testsets" / name
     steps: List[Step] = []
 
-    def step(step_name, command, inputs, **kwargs):
-        recognised = lambda: legacy.testset_built(folder)  # noqa: E731
-        steps.append(Step(step_name, command, home=folder, root=work, inputs=list(inputs), on_change=on_change,
-                          legacy_done=recognised, **kwargs))
+    def step(step_name, command, inputs, cpus: int = 1, title: str = "", log: Optional[Path] = None):
+        steps.append(Step(step_name, command, home=folder, root=work, inputs=inputs,
+                          policy=Policy(on_change=on_change), resources=Resources(cpus=cpus),
+                          display=Display(title=title, log=log)))
 
     if name in JOINED_SETS:
         if not prep.concat_of:
@@ -371,4 +362,4 @@ def testset_steps(prep: Prepared, name: str, fetch: Callable[[str], List[Step]],
 
 def testsets_graph(prep: Prepared, names: Sequence[str], fetch: Callable[[str], List[Step]],
                    threads: int) -> List[Step]:
-    return merged(*(testset_steps(prep, name, fetch, threads) for name in names))
+    return unique_steps(*(testset_steps(prep, name, fetch, threads) for name in names))

@@ -1,14 +1,12 @@
 """What the recipes' command lines share: options checked up front, naming the option and what
-it expects, and running a graph of steps (or printing it with --dry-run)."""
+it expects."""
 import argparse
 import os
 import shlex
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import List, Sequence
 
-from ..engine.core import Console, FolderLock, LocalExecutor, Outcome, Step, StepError, describe, plan
-
-DEFAULT_THREADS = os.cpu_count() or 1
+from ..engine import DEFAULT_THREADS, Console, StepError
 
 
 class Parser(argparse.ArgumentParser):
@@ -60,6 +58,8 @@ def folder(text: str) -> Path:
             raise argparse.ArgumentTypeError(
                 f"'{text}' has a '{char}', which fairseq reads as a separator of data paths; "
                 "choose a folder without ',' or ':'")
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"expected a folder, but {text} is a file")
     return Path(text)
 
 
@@ -85,16 +85,6 @@ def absolute(path: Path) -> Path:
 
 def command_line(script: str, argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in ["bash", script, *argv])
-
-
-def run_steps(steps: Sequence[Step], *, threads: int, dry_run: bool, lock: Iterable[Path], what: str,
-              gpus: int = 0, keep_going: bool = False, console: Optional[Console] = None) -> Optional[Outcome]:
-    """Prints the graph (--dry-run) or runs it, holding the lock on ``lock`` meanwhile."""
-    if dry_run:
-        print(describe(plan(steps)))
-        return None
-    with FolderLock(lock, what):
-        return LocalExecutor(threads=threads, gpus=gpus, console=console).run(steps, keep_going=keep_going)
 
 
 def log(message: str) -> None:

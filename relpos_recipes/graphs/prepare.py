@@ -1,29 +1,26 @@
 """The command lines of the preparation scripts and build-test-sets.sh (their options and
---help are in the scripts).  Each builds its steps (recipes.data) and runs them."""
+--help are in the scripts).  Each declares its graph (graphs/data.py) and runs it."""
+import argparse
 import os
 import subprocess
 from pathlib import Path
 from typing import List, Sequence
 
-from . import legacy
-from .options import Parser, absolute, add_threads, command_line, folder, log, name_list, non_negative_int, \
-    positive_int, run_steps
+from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run, unique_steps
+from ..engine.step import REPO
 from . import PY, tool
-from .data import (Fetcher, Prepared, Preparation, preparation_steps, read_env,
-                   refuse_foreign_work, summary, testsets_graph, wmt_fetcher)
-from ..engine.core import Out, Step, StepError, merged
+from .data import (Fetcher, Prepared, Preparation, preparation_steps, read_env, refuse_foreign_work, summary,
+                   testsets_graph, wmt_fetcher)
+from .options import Parser, absolute, add_threads, folder, log, name_list, non_negative_int, positive_int
 
-REPO = Path(__file__).resolve().parents[1]
 
-WMT = {
-    "de-en": dict(src="de", tgt="en", title="WMT19 de-en", textproc="moses", seg="bpe", seg_size=50000,
-                  corpora="commoncrawl,europarl,news-commentary,rapid", dev_sets=["newstest2015"],
-                  test_set="newstest2018", default_test_sets=["newstest_all", "concat_seq", "newstest2018"],
-                  concat_of="newstest_all"),
-    "zh-en": dict(src="zh", tgt="en", title="WMT19 zh-en", textproc="normalize", seg="spm", seg_size=32000,
-                  corpora="news-commentary,un,cwmt", dev_sets=["newsdev2017", "newstest2017"],
-                  test_set="newstest2019", default_test_sets=["newstest2019"], concat_of=""),
-}
+def wmt_pair(pair: str) -> dict:
+    """What the recipes need of a WMT19 pair (relpos_recipes.tools.corpora.PAIRS): its languages,
+    how the study prepares it, its corpora."""
+    from ..tools.corpora import PAIRS
+
+    spec = PAIRS[pair]
+    return dict(src=spec["src"], tgt=spec["tgt"], corpora=list(spec["corpora"]), **spec["preparation"])
 
 
 def length_list(text: str) -> List[int]:
@@ -54,25 +51,15 @@ def _ratio(text: str) -> str:
             return text
     except ValueError:
         pass
-    import argparse
-
     raise argparse.ArgumentTypeError(f"expected a length ratio of at least 1, got '{text}'")
 
 
-def old_config(p: Preparation, corpora_text: str, clean_ratio: str, extra: str = "") -> str:
-    """What the bash preparation recorded in WORK/config.env for the same settings."""
-    lines = [f"PAIR={p.pair}", f"CORPORA={corpora_text}", f"DEV_SETS={' '.join(p.dev_sets)}",
-             f"TEST_SET={p.test_set}", f"TEXTPROC={p.textproc}", f"SEG={p.seg}", f"SEG_SIZE={p.seg_size}",
-             f"BPE_VOCAB_THRESHOLD={p.bpe_vocab_threshold}", f"CLEAN_RATIO={clean_ratio}", f"SHARDS={p.shards}"]
-    return "\n".join(lines + ([extra] if extra else [])) + "\n"
-
-
-def run_preparation(p: Preparation, dry_run: bool, what: str, extra_steps: Sequence[Step] = ()) -> None:
-    if not dry_run:
-        legacy.check_preparation(p.work, p.legacy_config)
-    steps = merged(list(extra_steps), preparation_steps(p))
+def run_preparation(p: Preparation, recipe: str, argv: Sequence[str], dry_run: bool,
+                    extra_steps: Sequence[Step] = ()) -> None:
+    steps = unique_steps(list(extra_steps), preparation_steps(p))
     log(f"preparing {p.title} in {p.work} (max lengths: {', '.join(map(str, p.lens))})")
-    run_steps(steps, threads=p.threads, dry_run=dry_run, lock=[p.work], what=what)
+    run(Graph([Job("prepare", steps, kind="prepare")], roots=[p.work]),
+        Launch(recipe, argv, dry_run=dry_run, threads=p.threads))
     if not dry_run:
         print(summary(p))
 
@@ -81,52 +68,42 @@ def run_preparation(p: Preparation, dry_run: bool, what: str, extra_steps: Seque
 # prepare-wmt19-de-en.sh / prepare-wmt19-zh-en.sh
 # ----------------------------------------------------------------------------------------
 def wmt_preparation(pair: str, args) -> Preparation:
-    known = _corpora_registry(pair)
+    spec = wmt_pair(pair)
     corpora = name_list(args.corpora) if args.corpora.strip() else []
     if not corpora:
         raise StepError("--corpora is empty")
-    unknown = [c for c in corpora if c not in known]
+    unknown = [c for c in corpora if c not in spec["corpora"]]
     if unknown:
-        raise StepError(f"--corpora: unknown corpus {', '.join(unknown)} for {pair} (known: {', '.join(known)})")
-    spec = WMT[pair]
-    p = Preparation(work=absolute(args.work_dir), pair=pair, src=spec["src"], tgt=spec["tgt"], title=spec["title"],
-                    textproc=spec["textproc"], seg=spec["seg"], seg_size=args.seg_size, corpora=corpora,
-                    dev_sets=spec["dev_sets"], test_set=spec["test_set"], lens=length_list(args.max_len),
-                    shards=args.shards, fetcher=wmt_fetcher([absolute(d) for d in args.local_dir], args.offline),
-                    default_test_sets=spec["default_test_sets"], concat_of=spec["concat_of"],
-                    clean_ratio=float(args.clean_ratio), bpe_vocab_threshold=args.bpe_vocab_threshold,
-                    threads=args.threads)
-    p.legacy_config = old_config(p, args.corpora, args.clean_ratio)
-    return p
-
-
-def _corpora_registry(pair: str) -> List[str]:
-    from ..tools.corpora import PAIRS
-
-    return list(PAIRS[pair]["corpora"])
+        raise StepError(f"--corpora: unknown corpus {', '.join(unknown)} for {pair} "
+                        f"(known: {', '.join(spec['corpora'])})")
+    return Preparation(work=absolute(args.work_dir), pair=pair, src=spec["src"], tgt=spec["tgt"], title=spec["title"],
+                       textproc=spec["textproc"], seg=spec["seg"], seg_size=args.seg_size, corpora=corpora,
+                       dev_sets=spec["dev_sets"], test_set=spec["test_set"], lens=length_list(args.max_len),
+                       shards=args.shards, fetcher=wmt_fetcher([absolute(d) for d in args.local_dir], args.offline),
+                       default_test_sets=spec["default_test_sets"], concat_of=spec["concat_of"],
+                       clean_ratio=float(args.clean_ratio), bpe_vocab_threshold=args.bpe_vocab_threshold,
+                       threads=args.threads)
 
 
 def local_dir(text: str) -> Path:
     path = folder(text)
     if not path.is_dir():
-        import argparse
-
         raise argparse.ArgumentTypeError(f"{text}: no such directory")
     return path
 
 
 def prepare_wmt(pair: str, argv: Sequence[str]) -> int:
-    spec = WMT[pair]
+    spec = wmt_pair(pair)
     parser = Parser(f"prepare-wmt19-{pair}.sh")
     common_options(parser, "--spm-vocab" if spec["seg"] == "spm" else "--bpe-merges", spec["seg_size"],
                    REPO / "work" / f"wmt19-{pair}", 8, "100")
     parser.add_argument("--local-dir", type=local_dir, action="append", default=[])
     parser.add_argument("--offline", action="store_true")
-    parser.add_argument("--corpora", default=spec["corpora"])
+    parser.add_argument("--corpora", default=",".join(spec["corpora"]))
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     refuse_foreign_work(args.work_dir)
-    run_preparation(wmt_preparation(pair, args), args.dry_run, command_line(f"prepare-wmt19-{pair}.sh", argv))
+    run_preparation(wmt_preparation(pair, args), f"prepare-wmt19-{pair}", argv, args.dry_run)
     return 0
 
 
@@ -136,8 +113,6 @@ def prepare_wmt(pair: str, argv: Sequence[str]) -> int:
 def word_range(text: str):
     parts = text.split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        import argparse
-
         raise argparse.ArgumentTypeError(f'expected a word range "SHORTEST LONGEST", got \'{text}\'')
     return int(parts[0]), int(parts[1])
 
@@ -157,26 +132,26 @@ def toy_parser() -> Parser:
 
 
 def toy_fetcher(seed: int, sizes: dict) -> Fetcher:
-    """The generated corpora (scripts/lib/toy_corpus.py): training and dev sentences from
-    ``seed`` and ``seed + 1000``, the longer test sentences from ``seed + 2000``."""
+    """The generated corpora (relpos_recipes.tools.toy_corpus): training and dev sentences
+    from ``seed`` and ``seed + 1000``, the longer test sentences from ``seed + 2000``."""
 
-    def generate(p: Preparation, stem: str, pairs: int, gen_seed: int, words, legacy_stamp: str) -> List[Step]:
+    def generate(p: Preparation, stem: str, pairs: int, gen_seed: int, words) -> List[Step]:
         prefix = p.path("orig", stem)
         out = Out(prefix, also=tuple(Path(f"{prefix}.{lang}") for lang in p.langs), prefix=True)
         command = [tool("toy-corpus"), "--lexicon-size", "small", "--src-lang", p.src, "--tgt-lang", p.tgt,
                    "--out-prefix", out, "--n", pairs, "--seed", gen_seed, "--min-words", words[0],
                    "--max-words", words[1]]
-        return [p.step(f"orig.{stem}", command, title=f"generate {stem}", legacy_stamp=legacy_stamp)]
+        return [p.step(f"orig.{stem}", command, title=f"generate {stem}")]
 
     def corpus(p, name):
-        return generate(p, f"train.{name}", sizes["train"], seed, sizes["train_words"], f"orig.train.{name}")
+        return generate(p, f"train.{name}", sizes["train"], seed, sizes["train_words"])
 
     def testset(p, name):
         generated = {"valid": (sizes["dev"], seed + 1000, sizes["train_words"]),
                      "test": (sizes["test"], seed + 2000, sizes["test_words"])}
         if name not in generated:
             return []
-        return generate(p, name, *generated[name], f"orig.{name}")
+        return generate(p, name, *generated[name])
 
     return Fetcher(corpus=corpus, testset=testset)
 
@@ -184,24 +159,18 @@ def toy_fetcher(seed: int, sizes: dict) -> Fetcher:
 def toy_preparation(args, work: Path, on_change: str = "refuse") -> Preparation:
     sizes = dict(train=args.train_pairs, dev=args.dev_pairs, test=args.test_pairs,
                  train_words=args.train_words, test_words=args.test_words)
-    p = Preparation(work=work, pair="toy", src="src", tgt="tgt", title="the synthetic pair", textproc="none",
-                    seg="bpe", seg_size=args.seg_size, corpora=["toy"], dev_sets=["valid"], test_set="test",
-                    lens=length_list(args.max_len), shards=args.shards, fetcher=toy_fetcher(args.seed, sizes),
-                    default_test_sets=["test", "concat_seq"], concat_of="test", clean_ratio=float(args.clean_ratio),
-                    bpe_vocab_threshold=args.bpe_vocab_threshold, threads=args.threads, on_change=on_change,
-                    dev_within_limit=args.dev_within_limit)
-    words = lambda r: f"{r[0]} {r[1]}"  # noqa: E731
-    p.legacy_config = old_config(p, "toy", args.clean_ratio,
-                                 f"TOY=seed {args.seed}; train {args.train_pairs} x {words(args.train_words)} words; "
-                                 f"dev {args.dev_pairs}; test {args.test_pairs} x {words(args.test_words)} words")
-    return p
+    return Preparation(work=work, pair="toy", src="src", tgt="tgt", title="the synthetic pair", textproc="none",
+                       seg="bpe", seg_size=args.seg_size, corpora=["toy"], dev_sets=["valid"], test_set="test",
+                       lens=length_list(args.max_len), shards=args.shards, fetcher=toy_fetcher(args.seed, sizes),
+                       default_test_sets=["test", "concat_seq"], concat_of="test",
+                       clean_ratio=float(args.clean_ratio), bpe_vocab_threshold=args.bpe_vocab_threshold,
+                       threads=args.threads, on_change=on_change, dev_within_limit=args.dev_within_limit)
 
 
 def prepare_toy(argv: Sequence[str]) -> int:
     args = toy_parser().parse_args(argv)
     refuse_foreign_work(args.work_dir)
-    run_preparation(toy_preparation(args, absolute(args.work_dir)), args.dry_run,
-                    command_line("prepare-toy.sh", argv))
+    run_preparation(toy_preparation(args, absolute(args.work_dir)), "prepare-toy", argv, args.dry_run)
     return 0
 
 
@@ -224,19 +193,28 @@ def tatoeba_parser() -> Parser:
     return parser
 
 
-def tatoeba_export(args) -> Path:
-    """The export to prepare: --from, or --download's copy in WORK/raw; checked whole."""
+def tatoeba_export(args, fetch: bool = True) -> Path:
+    """The export to prepare: --from, or --download's copy in WORK/raw (downloaded here when
+    missing, unless ``fetch`` is False: a dry run, or a job whose data job fetched it)."""
     if not args.source and not args.download:
         raise StepError("--from FILE (deu.txt or deu-eng.zip) or --download is required (see --help)")
     if args.source and args.download:
         raise StepError("--from and --download exclude each other")
     if args.download:
         source = absolute(args.work_dir) / "raw" / "deu-eng.zip"
-        if not source.exists() and not args.dry_run:
+        if not source.exists() and fetch and not args.dry_run:
             source.parent.mkdir(parents=True, exist_ok=True)
             _tatoeba_tool("download", "--out", str(source))
         return source
     return absolute(args.source)
+
+
+def tatoeba_pairs_sha(export: Path, dry_run: bool) -> str:
+    """The export checked whole (a malformed line refused by file and line, before any work)
+    and the sha256 of its pairs, which identifies the split."""
+    if dry_run and not export.exists():
+        return "(checked when it runs)"
+    return _tatoeba_tool("check", "--from", str(export)).split()[-1]
 
 
 def _tatoeba_tool(*argv: str) -> str:
@@ -257,47 +235,36 @@ def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "re
         return [p.step("split", [tool("tatoeba"), "split", "--from", export, "--out-dir",
                                  Out(work / "split"), *split_args], [export],
                        identity=["tatoeba.py split", *map(str, split_args), "pairs sha256", pairs_sha],
-                       title="split by sentence group", legacy_stamp="split")]
+                       title="split by sentence group")]
 
     def copy(p: Preparation, split_name: str, stem: str) -> List[Step]:
         steps = split(p)
         for lang, source in zip(("de", "en"), split_files[split_name]):
             steps.append(p.step(f"orig.{stem}.{lang}", [tool("textproc"), "--mode", "none", "--lang", lang, "--out",
                                                         Out(p.path("orig", f"{stem}.{lang}")), source], [source],
-                                title=f"take {stem}.{lang}", legacy_stamp=f"orig.{stem}"))
+                                title=f"take {stem}.{lang}"))
         return steps
 
     splits = {"valid": "dev", "test": "test"}
     fetcher = Fetcher(corpus=lambda p, name: copy(p, "train", f"train.{name}"),
                       testset=lambda p, name: copy(p, splits[name], name) if name in splits else [])
-    p = Preparation(work=work, pair="de-en", src="de", tgt="en", title="Tatoeba German-English", textproc="moses",
-                    seg="bpe", seg_size=args.seg_size, corpora=["tatoeba"], dev_sets=["valid"], test_set="test",
-                    lens=[args.max_len], shards=1, fetcher=fetcher, default_test_sets=["test", "concat_seq", "concat3_seq"],
-                    concat_of="test", clean_ratio=float(args.clean_ratio), threads=args.threads, on_change=on_change,
-                    dev_within_limit=dev_within_limit)
-    p.legacy_config = old_config(p, "tatoeba", args.clean_ratio,
-                                 f"TATOEBA=pairs sha256 {pairs_sha}; split {' '.join(map(str, split_args))}")
-    return p
-
-
-def tatoeba_checked_preparation(args, on_change: str = "refuse", dev_within_limit: bool = False) -> Preparation:
-    refuse_foreign_work(args.work_dir)
-    export = tatoeba_export(args)
-    pairs_sha = "(checked when it runs)" if args.dry_run and not export.exists() else \
-        _tatoeba_tool("check", "--from", str(export)).split()[-1]
-    return tatoeba_preparation(args, export, pairs_sha, on_change, dev_within_limit)
+    return Preparation(work=work, pair="de-en", src="de", tgt="en", title="Tatoeba German-English", textproc="moses",
+                       seg="bpe", seg_size=args.seg_size, corpora=["tatoeba"], dev_sets=["valid"], test_set="test",
+                       lens=[args.max_len], shards=1, fetcher=fetcher,
+                       default_test_sets=["test", "concat_seq", "concat3_seq"], concat_of="test",
+                       clean_ratio=float(args.clean_ratio), threads=args.threads, on_change=on_change,
+                       dev_within_limit=dev_within_limit)
 
 
 def prepare_tatoeba(argv: Sequence[str]) -> int:
     args = tatoeba_parser().parse_args(argv)
-    p = tatoeba_checked_preparation(args)
-    what = command_line("prepare-tatoeba.sh", argv)
-    prep_steps = preparation_steps(p)
-    if not args.dry_run:
-        legacy.check_preparation(p.work, p.legacy_config)
+    refuse_foreign_work(args.work_dir)
+    export = tatoeba_export(args)
+    p = tatoeba_preparation(args, export, tatoeba_pairs_sha(export, args.dry_run))
     log(f"preparing {p.title} in {p.work} (max length {args.max_len})")
-    steps = merged(prep_steps, testsets_graph_for(p, p.default_test_sets))
-    run_steps(steps, threads=p.threads, dry_run=args.dry_run, lock=[p.work], what=what)
+    steps = unique_steps(preparation_steps(p), testsets_graph_for(p, p.default_test_sets))
+    run(Graph([Job("prepare", steps, kind="prepare")], roots=[p.work]),
+        Launch("prepare-tatoeba", argv, dry_run=args.dry_run, threads=p.threads))
     if not args.dry_run:
         print(summary(p))
         print_testsets(p.work, p.default_test_sets)
@@ -325,20 +292,13 @@ def print_testsets(work: Path, names: Sequence[str]) -> None:
 # build-test-sets.sh
 # ----------------------------------------------------------------------------------------
 def recorded_sources(work: Path):
-    """Where the preparation looked for its corpora: its fetch steps' manifests (or an older
-    version's sources.env)."""
-    import json
-
-    local_dirs, offline = [], None
-    for manifest in sorted((work / ".steps").glob("orig.*.json")):
-        command = json.loads(manifest.read_text(encoding="utf-8")).get("command", [])
-        local_dirs = [Path(command[k + 1]) for k, arg in enumerate(command[:-1]) if arg == "--search"]
-        offline = "--offline" in command
-    if offline is None and (work / "sources.env").exists():
-        env = (work / "sources.env").read_text(encoding="utf-8").splitlines()
-        local_dirs = [Path(line.split("=", 1)[1]) for line in env if line.startswith("LOCAL_DIR=") and line[10:]]
-        offline = "OFFLINE=1" in env
-    return local_dirs, bool(offline)
+    """Where the preparation looked for its corpora: its fetch steps' manifests."""
+    local_dirs, offline = [], False
+    for path in sorted((work / ".steps").glob("orig.*.json")):
+        record = manifest.read(path)
+        local_dirs = [Path(record.command[k + 1]) for k, arg in enumerate(record.command[:-1]) if arg == "--search"]
+        offline = "--offline" in record.command
+    return local_dirs, offline
 
 
 def build_test_sets(argv: Sequence[str]) -> int:
@@ -368,8 +328,8 @@ def build_test_sets(argv: Sequence[str]) -> int:
                            seg=prep.seg, seg_size=0, corpora=[], dev_sets=[], test_set="", lens=[], shards=1,
                            fetcher=fetcher, default_test_sets=[], threads=args.threads, on_change="redo")
     steps = testsets_graph(prep, names, lambda name: fetcher.testset(stand_in, name), args.threads)
-    run_steps(steps, threads=args.threads, dry_run=args.dry_run, lock=[work],
-              what=command_line("build-test-sets.sh", argv))
+    run(Graph([Job("test-sets", steps, kind="prepare")], roots=[work]),
+        Launch("build-test-sets", argv, dry_run=args.dry_run, threads=args.threads))
     if not args.dry_run:
         print_testsets(work, names)
     return 0
@@ -391,7 +351,7 @@ def smoke_tatoeba_export(args) -> Path:
 
 def smoke_slice(export: Path, slice_path: Path) -> Path:
     """Every 85th pair of the export, in WORK/raw where a preparation expects corpora placed
-    beforehand."""
+    beforehand (written by the recipe's command before its run, never by a job)."""
     slice_path.parent.mkdir(parents=True, exist_ok=True)
     with open(export, encoding="utf-8", newline="\n") as f:
         rows = [line for k, line in enumerate(f, start=1) if k % 85 == 0]

@@ -1,6 +1,7 @@
 """The reproduction recipes: the study's tables 1-4 and table 5 (every scheme) on WMT19, and
 the Tatoeba study.  Each is one graph: the data of each pair, then per system its training
-and its translations, then the reports."""
+and its translations, then the reports.  A report is a job's later part: it is built once its
+systems have finished, and lists those that failed instead of scoring them."""
 import dataclasses
 import hashlib
 import os
@@ -8,18 +9,18 @@ import shlex
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .options import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
+from ..engine import (Display, Graph, Job, Later, Launch, Out, OutDir, ProgressConsole, Step, StepError,
+                      add_launcher_options, run, unfinished, unique_steps)
+from ..engine.step import REPO
 from . import PY, tool
-from .data import Preparation, preparation_steps, testsets_graph, wmt_fetcher
-from .demo import all_archs, check_archs, effective_labels, refuse_unless_ours
-from ..engine.console import ProgressConsole
+from .archs import all_archs, check_archs, effective_labels
+from .data import Preparation, preparation_steps, refuse_foreign_work, testsets_graph, wmt_fetcher
+from .demo import print_outputs, refuse_unless_ours
+from .options import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
+from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, prepared_view, smoke_slice, smoke_tatoeba_export,
+                      tatoeba_export, tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation, wmt_pair)
 from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS,
-                      WMT_SHARDS,
-                      tatoeba_edges)
-from ..engine.core import OutDir, Step, StepError, merged
-from ..engine.slurm import Job, Launch, add_launcher_options, failures_of
-from .prepare import (REPO, SMOKE_TATOEBA_PREPARE, WMT, local_dir, prepared_view, smoke_slice, smoke_tatoeba_export,
-                      tatoeba_checked_preparation, tatoeba_parser)
+                      WMT_SHARDS, tatoeba_edges)
 from .training import Translation, train_options, visible_gpus
 
 SMOKE_SEGMENTATION = {"de-en": 400, "zh-en": 1000}
@@ -97,7 +98,6 @@ class StudyRun:
     offline: bool
     threads: int
     gpus: int
-    dry_run: bool
     smoke_data: Path = Path()
 
     def prep_dir(self, pair: str) -> Path:
@@ -122,18 +122,18 @@ def table_main(n: int, argv: Sequence[str]) -> int:
         parser.add_argument("--archs", type=name_list)
     args = parser.parse_args(argv)
     smoke = os.environ.get("SMOKE", "0") == "1"
-    run = StudyRun(smoke=smoke, work_root=absolute(args.work_root), runs_root=absolute(args.runs_root),
-                   local_dirs=[absolute(d) for d in args.local_dir], offline=args.offline, threads=args.threads,
-                   gpus=0, dry_run=args.dry_run)
+    run_ = StudyRun(smoke=smoke, work_root=absolute(args.work_root), runs_root=absolute(args.runs_root),
+                    local_dirs=[absolute(d) for d in args.local_dir], offline=args.offline, threads=args.threads,
+                    gpus=0)
     if smoke:
-        run.work_root, run.runs_root = run.work_root / "smoke", run.runs_root / "smoke"
-        run.smoke_data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "wmt-newstest"))
-        if not args.dry_run and not run.smoke_data.is_dir():
+        run_.work_root, run_.runs_root = run_.work_root / "smoke", run_.runs_root / "smoke"
+        run_.smoke_data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "wmt-newstest"))
+        if not args.dry_run and not run_.smoke_data.is_dir():
             raise StepError(f"SMOKE=1 needs a small local data directory laid out like wmt-newstest "
                             f"(de-en/newstestYYYY.{{de,en}}, zh-en/newstestYYYY.{{zh,en}}); set SMOKE_DATA "
-                            f"(tried {run.smoke_data})")
+                            f"(tried {run_.smoke_data})")
         if not args.run_job:
-            log(f"SMOKE=1: tiny data and models (work: {run.work_root}, runs: {run.runs_root})")
+            log(f"SMOKE=1: tiny data and models (work: {run_.work_root}, runs: {run_.runs_root})")
     extra = [_extra_system(text) for text in args.system]
     override = os.environ.get("RELPOS_ARCH_OVERRIDE", "")
     archs = (args.archs or all_archs()) if n == 5 else []
@@ -144,22 +144,23 @@ def table_main(n: int, argv: Sequence[str]) -> int:
             check_archs("RELPOS_ARCH_OVERRIDE", [override])
         if n == 5 and args.archs:
             check_archs("--archs", archs)
-    if not args.dry_run and args.launcher == "local":
-        run.gpus = visible_gpus()
-    elif args.launcher == "slurm" or args.run_job:
-        run.gpus = visible_gpus() if args.run_job else args.slurm_gpus_per_job
+    if args.run_job:
+        run_.gpus = visible_gpus()
+    elif args.launcher == "slurm":
+        run_.gpus = args.slurm_gpus_per_job
+    elif not args.dry_run:
+        run_.gpus = visible_gpus()
     reports = _table(n, archs)
     for report in reports:
         report.systems += extra
     _label_by_effective_specs(reports, override)
-    launch = Launch(f"table{n}", argv, args, roots=[run.work_root, run.runs_root], threads=run.threads, gpus=run.gpus)
-    launch.run(study_jobs(run, reports, override, in_job=bool(args.run_job)))
-    if not run.dry_run and not args.run_job and (args.launcher == "local" or args.wait) \
-            and os.environ.get("SKIP_REPORT") != "1":
+    launch = Launch.from_args(f"table{n}", argv, args, threads=run_.threads, gpus=run_.gpus)
+    run(study_graph(run_, reports, override), launch)
+    if launch.finishes_here and os.environ.get("SKIP_REPORT") != "1":
         for report in reports:
-            print((run.runs_root / "reports" / report.name / "report.md").read_text(encoding="utf-8"))
+            print((run_.runs_root / "reports" / report.name / "report.md").read_text(encoding="utf-8"))
         for report in reports:
-            print(f"report: {run.runs_root / 'reports' / report.name}/report.md")
+            print(f"report: {run_.runs_root / 'reports' / report.name}/report.md")
     return 0
 
 
@@ -178,42 +179,47 @@ def _label_by_effective_specs(reports: Sequence[Report], override: str) -> None:
             system.variant = hashlib.sha1(labels[arch].encode()).hexdigest()[:8]
 
 
-def study_jobs(run: StudyRun, reports: Sequence[Report], override: str, in_job: bool = False) -> List[Job]:
+def study_graph(run_: StudyRun, reports: Sequence[Report], override: str) -> Graph:
     """Per pair its data, per system (architecture and training limit) its training and its
-    translations of the test sets of the reports it is in, per report the report.  In a
-    report's SLURM job, the systems that failed are listed under the table instead of scored."""
+    translations of the test sets of the reports it is in, per report the report, built once
+    its systems have finished: those that failed are listed under the table, not scored."""
     jobs: List[Job] = []
     for pair in dict.fromkeys(r.pair for r in reports):
         mine = [r for r in reports if r.pair == pair]
         limits = sorted({s.limit for r in mine for s in r.systems}, key=lambda x: (x != 100, -x))
         sets = list(dict.fromkeys(r.test_set for r in mine))
-        jobs.append(Job(f"prepare-{pair}", _pair_steps(run, pair, limits, sets), kind="prepare"))
+        jobs.append(Job(f"prepare-{pair}", _pair_steps(run_, pair, limits, sets), kind="prepare"))
         systems: Dict[str, Job] = {}
         for report in mine:
             for system in report.systems:
                 arch = override or system.arch
-                save = run.runs_root / f"wmt19-{pair}" / system.folder(arch)
+                save = run_.runs_root / f"wmt19-{pair}" / system.folder(arch)
                 name = f"{pair}-{save.name}"
-                job = systems.get(name) or Job(name, [_train_step(run, pair, arch, system.limit, save)])
+                job = systems.get(name) or Job(name, [_train_step(run_, pair, arch, system.limit, save)])
                 systems[name] = job
                 if not any(step.home == save / report.test_set for step in job.steps):
-                    job.steps.append(_translate_step(run, pair, save, report.test_set))
+                    job.steps = [*job.steps, _translate_step(run_, pair, save, report.test_set)]
         jobs += systems.values()
         if os.environ.get("SKIP_REPORT") == "1":
             continue
-        failures = failures_of(systems.values()) if in_job else {}
         for report in mine:
             entries = []
             for system in report.systems:
-                save = run.runs_root / f"wmt19-{pair}" / system.folder(override or system.arch)
-                entries.append((system.label, save / report.test_set, failures.get(f"{pair}-{save.name}")))
-            jobs.append(Job(f"report-{report.name}", [_report_step(run, report, entries)], kind="report",
-                            after_any=True))
-    return jobs
+                save = run_.runs_root / f"wmt19-{pair}" / system.folder(override or system.arch)
+                job = systems[f"{pair}-{save.name}"]
+                # what the report needs of the system: its training and its translation of the report's set
+                needed = [step for step in job.steps if step.home in (save, save / report.test_set)]
+                entries.append((system.label, save / report.test_set, job, needed))
+            jobs.append(Job(f"report-{report.name}", waits_for=list(dict.fromkeys(e[2] for e in entries)),
+                            kind="report", after_any=True, later=Later(lambda report=report, entries=entries: [
+                                _report_step(run_, report, [(label, out, unfinished(needed))
+                                                            for label, out, _, needed in entries])],
+                                f"the report {report.name}")))
+    return Graph(jobs, roots=[run_.work_root, run_.runs_root])
 
 
 def _pair_steps(run: StudyRun, pair: str, limits: Sequence[int], sets: Sequence[str]) -> List[Step]:
-    spec = WMT[pair]
+    spec = wmt_pair(pair)
     local_dirs, offline, standin = list(run.local_dirs), run.offline, []
     seg_size, threads = spec["seg_size"], run.threads
     if run.smoke:
@@ -222,23 +228,18 @@ def _pair_steps(run: StudyRun, pair: str, limits: Sequence[int], sets: Sequence[
             for lang in (spec["src"], spec["tgt"]):
                 standin.append(Step(f"{name}.{lang}", [tool("cut-lines"), "--input",
                                                         run.smoke_data / pair / f"{source}.{lang}", "--first", first,
-                                                        "--last", last, "--out", _out(folder_ / f"{name}.{lang}")],
+                                                        "--last", last, "--out", Out(folder_ / f"{name}.{lang}")],
                                     home=folder_, inputs=[run.smoke_data / pair / f"{source}.{lang}"],
-                                    title=f"SMOKE stand-in {name}.{lang}"))
+                                    display=Display(title=f"SMOKE stand-in {name}.{lang}")))
         local_dirs, offline, seg_size = [folder_], True, SMOKE_SEGMENTATION[pair]
     p = Preparation(work=run.prep_dir(pair), pair=pair, src=spec["src"], tgt=spec["tgt"], title=spec["title"],
-                    textproc=spec["textproc"], seg=spec["seg"], seg_size=seg_size, corpora=spec["corpora"].split(","),
+                    textproc=spec["textproc"], seg=spec["seg"], seg_size=seg_size, corpora=spec["corpora"],
                     dev_sets=spec["dev_sets"], test_set=spec["test_set"], lens=list(limits), shards=WMT_SHARDS,
                     fetcher=wmt_fetcher(local_dirs, offline), default_test_sets=spec["default_test_sets"],
                     concat_of=spec["concat_of"], threads=threads)
     prep = prepared_view(p)
-    return merged(standin, preparation_steps(p), testsets_graph(prep, sets, lambda name: p.fetcher.testset(p, name), threads))
-
-
-def _out(path: Path):
-    from ..engine.core import Out
-
-    return Out(path)
+    return unique_steps(standin, preparation_steps(p),
+                        testsets_graph(prep, sets, lambda name: p.fetcher.testset(p, name), threads))
 
 
 def _train_step(run: StudyRun, pair: str, arch: str, limit: int, save: Path) -> Step:
@@ -246,29 +247,25 @@ def _train_step(run: StudyRun, pair: str, arch: str, limit: int, save: Path) -> 
     training = train_options(train_args, data=run.prep_dir(pair) / "data-bin" / f"len{limit}", arch=arch, save=save,
                              n_shards=WMT_SHARDS)
     tasks = int(os.environ.get("SLURM_NTASKS", "1")) if os.environ.get("SLURM_JOB_ID") else 1
-    train = training.step(1 if tasks > 1 and run.gpus else run.gpus, root=run.runs_root, label=save.name,
-                          tasks=tasks, srun=True)
-    if run.gpus:
-        train.cpus = run.threads  # one training at a time, on every GPU
-    return train
+    # with GPUs, one training at a time, on every GPU
+    return training.step(1 if tasks > 1 and run.gpus else run.gpus, root=run.runs_root, label=save.name,
+                         tasks=tasks, srun=True, cpus=run.threads if run.gpus else 1)
 
 
 def _translate_step(run: StudyRun, pair: str, save: Path, test_set: str) -> Step:
     translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=run.prep_dir(pair) / "testsets" / test_set,
                               out=save / test_set, cpu=not run.gpus,
                               extra=list(SMOKE_TRANSLATE) if run.smoke else [])
-    translate = translation.step((WMT[pair]["src"], WMT[pair]["tgt"]), root=run.runs_root, label=save.name,
-                                 gpus=1 if run.gpus else 0)
-    if run.gpus:
-        translate.cpus = run.threads
-    return translate
+    spec = wmt_pair(pair)
+    return translation.step((spec["src"], spec["tgt"]), root=run.runs_root, label=save.name,
+                            gpus=1 if run.gpus else 0, cpus=run.threads if run.gpus else 1)
 
 
 def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Path, Optional[str]]]) -> Step:
     """Scored with sacreBLEU's 13a tokenization of the detokenized output against the raw
     references (REPORT_TOKENIZE=none: the Moses-tokenized output against the Moses-tokenized
     references, the study's "BLEU on tokenized text"; meaningful for De->En)."""
-    spec = WMT[report.pair]
+    spec = wmt_pair(report.pair)
     testset = run.prep_dir(report.pair) / "testsets" / report.test_set
     tokenize = os.environ.get("REPORT_TOKENIZE", "13a")
     hyp, ref = ("hyp.tok", testset / f"tok.{spec['tgt']}") if tokenize == "none" else ("hyp.txt", testset / f"raw.{spec['tgt']}")
@@ -282,8 +279,9 @@ def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Pat
                "--baseline", baseline, "--edges", "25,50,75,100", "--train-limit", "100",
                "--tokenize", tokenize, "--title", f"{report.name} ({report.pair}, {report.test_set})",
                "--out-dir", OutDir(out)]
-    return Step("report", command, home=out, root=run.runs_root, echo=False, title=f"report {report.name}",
-                inputs=[testset / f"seg.{spec['src']}", ref, *[path for _, path in hyps]])
+    return Step("report", command, home=out, root=run.runs_root,
+                inputs=[testset / f"seg.{spec['src']}", ref, *[path for _, path in hyps]],
+                display=Display(echo=False, title=f"report {report.name}"))
 
 
 # ----------------------------------------------------------------------------------------
@@ -311,29 +309,33 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     model, translate_args, bootstrap, updates = list(TATOEBA_MODEL), [], 1000, args.updates or 2500
     if smoke:
         smoke_data = smoke_tatoeba_export(args)
-        args.source = smoke_slice(smoke_data, work / "raw" / "slice.txt")
+        args.source = work / "raw" / "slice.txt"
+        if not args.run_job and not args.dry_run:
+            smoke_slice(smoke_data, args.source)
+            log(f"SMOKE=1: every 85th pair of {smoke_data}, tiny models (work: {work}, runs: {out})")
         prepare += SMOKE_TATOEBA_PREPARE
         model, translate_args, bootstrap = list(SMOKE_TRAIN), list(SMOKE_TRANSLATE), 50
         updates = args.updates or 16  # an explicit --updates is kept
-        if not args.run_job:
-            log(f"SMOKE=1: every 85th pair of {smoke_data}, tiny models (work: {work}, runs: {out})")
     prepare += ["--from", str(args.source)] if args.source else (["--download"] if args.download else [])
-    if args.dry_run:
-        prepare.append("--dry-run")
-    prep_args = tatoeba_parser().parse_args(prepare)
+    prep_args = tatoeba_parser().parse_args([*prepare, *(["--dry-run"] if args.dry_run else [])])
     if not args.dry_run and not args.run_job:
         check_archs("--systems", args.systems)
-    p = tatoeba_checked_preparation(prep_args)
+    if not args.run_job:
+        refuse_foreign_work(work)
+    export = tatoeba_export(prep_args, fetch=not args.run_job)
+    p = tatoeba_preparation(prep_args, export, tatoeba_pairs_sha(export, args.dry_run))
     gpus = 0 if args.dry_run else visible_gpus() if args.launcher == "local" or args.run_job else args.slurm_gpus_per_job
     labels = {arch: arch for arch in args.systems}
     if _environment("TRAIN_EXTRA_ARGS"):
         labels = effective_labels(args.systems, _environment("TRAIN_EXTRA_ARGS"))
     folders = {arch: out / (arch if labels[arch] == arch else
                             f"{arch}-{hashlib.sha1(labels[arch].encode()).hexdigest()[:8]}") for arch in args.systems}
-    for arch in args.systems:
-        refuse_unless_ours(folders[arch], "train.done")
-    jobs = [Job("prepare", merged(preparation_steps(p), testsets_graph(
+    if not args.run_job:
+        for arch in args.systems:
+            refuse_unless_ours(folders[arch])
+    jobs = [Job("prepare", unique_steps(preparation_steps(p), testsets_graph(
         prepared_view(p), TATOEBA_SETS, lambda name: p.fetcher.testset(p, name), p.threads)), kind="prepare")]
+    cpus = args.threads if gpus else 1  # with a GPU, one after the other on it
     for arch in args.systems:
         save = folders[arch]
         training = train_options(
@@ -341,29 +343,26 @@ def tatoeba_main(argv: Sequence[str]) -> int:
              "--seed", str(args.seed), *model, "--max-update", str(updates), "--max-epochs", "1000", "--patience", "-1",
              "--num-workers", "0", *_environment("TRAIN_EXTRA_ARGS")],
             data=work / "data-bin" / f"len{TATOEBA_LIMIT}", arch=arch, save=save, n_shards=1)
-        train = training.step(1 if gpus else 0, root=out, label=arch)
-        train.cpus = args.threads if gpus else 1  # with a GPU, one after the other on it
-        steps = [train]
+        steps = [training.step(1 if gpus else 0, root=out, label=arch, cpus=cpus)]
         for test_set in TATOEBA_SETS:
             translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=work / "testsets" / test_set,
                                       out=save / test_set, cpu=not gpus, extra=translate_args)
-            step = translation.step(("de", "en"), root=out, label=arch, gpus=1 if gpus else 0)
-            step.cpus = train.cpus
-            steps.append(step)
+            steps.append(translation.step(("de", "en"), root=out, label=arch, gpus=1 if gpus else 0, cpus=cpus))
         jobs.append(Job(arch, steps))
-    failures = failures_of(jobs) if args.run_job else {}
-    systems = {labels[arch]: folders[arch] for arch in args.systems}
-    failed = {labels[arch]: why for arch, why in failures.items()}
-    jobs.append(Job("reports", [_tatoeba_report(work, out, test_set, systems, failed, bootstrap, args.seed)
-                                for test_set in TATOEBA_SETS], kind="report", after_any=True))
-    launch = Launch("tatoeba", argv, args, roots=[work, out], threads=args.threads, gpus=gpus,
-                    console=ProgressConsole())
-    launch.run(jobs)
-    if not args.dry_run and not args.run_job and (args.launcher == "local" or args.wait):
-        for test_set in TATOEBA_SETS:
-            print((out / "report" / test_set / "report.md").read_text(encoding="utf-8"))
-        for test_set in TATOEBA_SETS:
-            print(f"report: {out / 'report' / test_set} (report.md, report.json, buckets.png, lengths.png)")
+    systems = [job for job in jobs if job.kind == "system"]
+
+    def reports() -> List[Step]:
+        failed = {labels[job.name]: why for job in systems if (why := unfinished(job.steps))}
+        scored = {labels[arch]: folders[arch] for arch in args.systems}
+        return [_tatoeba_report(work, out, test_set, scored, failed, bootstrap, args.seed)
+                for test_set in TATOEBA_SETS]
+
+    jobs.append(Job("reports", waits_for=systems, kind="report", after_any=True,
+                    later=Later(reports, "the reports")))
+    launch = Launch.from_args("tatoeba", argv, args, threads=args.threads, gpus=gpus, console=ProgressConsole())
+    run(Graph(jobs, roots=[work, out]), launch)
+    if launch.finishes_here:
+        print_outputs(out / "report", TATOEBA_SETS, "report.md", "report.md, report.json, buckets.png, lengths.png")
     return 0
 
 
@@ -382,5 +381,6 @@ def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Dict[str, Pat
                "--train-limit", limit, "--bootstrap", bootstrap, "--seed", seed,
                "--title", f"Tatoeba De-En, {test_set}: trained on pairs of up to {limit} subword tokens (length: longer side)",
                "--out-dir", OutDir(report)]
-    return Step("report", command, home=report, root=out, echo=False, title=f"report {test_set}",
-                inputs=[testset / "seg.de", testset / "longer-side", testset / "raw.en", *hyps])
+    return Step("report", command, home=report, root=out,
+                inputs=[testset / "seg.de", testset / "longer-side", testset / "raw.en", *hyps],
+                display=Display(echo=False, title=f"report {test_set}"))

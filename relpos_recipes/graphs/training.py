@@ -6,21 +6,21 @@ SAVE/train.log.  A translation step runs fairseq-generate and writes generate.lo
 hyp.tok and hyp.txt in its folder.
 """
 import dataclasses
-import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from . import legacy
-from .options import Parser, absolute, command_line, folder, non_negative_int, positive_int, run_steps
+from ..engine import Display, Graph, Job, Launch, Out, Policy, Resources, Step, StepError, run
+from ..engine import manifest
+from ..tools import option_value
+from ..tools.fairseq_train import FAIRSEQ_CHECKPOINTS, check_checkpoint
 from . import PY, tool
 from .data import read_env
-from ..engine.core import MANIFEST_DIR, Out, Step, StepError
-from ..tools import option_value
-from ..tools.fairseq_train import check_checkpoint
+from .options import Parser, absolute, folder, non_negative_int, positive_int
 
 TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, "
                    "or delete {manifest} to train on with these (fairseq resumes from checkpoint_last.pt)")
@@ -105,22 +105,26 @@ class Training:
             "--log-interval", "100", *device, *self.extra)]
 
     def step(self, gpus: int, *, root: Optional[Path] = None, label: str = "", on_change: str = "refuse",
-             identity_extra: Sequence[str] = (), tasks: int = 1, srun: bool = False) -> Step:
+             identity_extra: Sequence[str] = (), tasks: int = 1, srun: bool = False, cpus: int = 1,
+             follows: Sequence[Path] = ()) -> Step:
         """The training step.  With ``srun`` it starts its ``tasks`` processes itself (a
         recipe's job on several GPUs or nodes); without, it is rank 0 of a train.sh that srun
-        started.  Either way the model is the same: only its settings identify it."""
+        started.  Either way the model is the same: only its settings identify it.
+        ``follows``: files besides the data it is downstream of (the leaderboard's choice)."""
         save = self.save
         env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         launcher = ["srun", f"--ntasks={tasks}", "--kill-on-bad-exit=1"] if srun and tasks > 1 else []
         command = [*launcher, tool("train"), "--save-dir", save, "--", *self.command(gpus, tasks)]
-        return Step("train", command,
-                    home=save, root=root, inputs=[self.data], label=label, title=f"train {label or self.arch}",
+        made = [re.compile(pattern) for pattern in FAIRSEQ_CHECKPOINTS]
+        return Step("train", command, home=save, root=root, inputs=[self.data, *follows],
                     in_place_outputs=[save / "checkpoint_best.pt", save / "checkpoint_last.pt"],
-                    log=save / "train.log", identity=self.settings(), identity_extra=identity_extra,
-                    on_change=on_change, refusal=TRAINED_REFUSAL, gpus=1 if gpus else 0, env=env,
-                    keeps_state=lambda: any(save.glob("checkpoint*.pt")),
-                    owns=("checkpoint*.pt", "train.log"),
-                    legacy_done=lambda: legacy.trained(save, self.settings()))
+                    identity=self.settings(), identity_extra=identity_extra,
+                    policy=Policy(on_change=on_change, refusal=TRAINED_REFUSAL,
+                                  keeps_state=lambda: save.is_dir() and any(
+                                      any(m.fullmatch(p.name) for m in made) for p in save.iterdir()),
+                                  owns=(*FAIRSEQ_CHECKPOINTS, "train\\.log")),
+                    resources=Resources(cpus=cpus, gpus=1 if gpus else 0, env=env),
+                    display=Display(label=label, title=f"train {label or self.arch}", log=save / "train.log"))
 
     def check(self) -> None:
         if self.precision == "bf16":
@@ -221,8 +225,9 @@ def train_main(argv: Sequence[str]) -> int:
         gpus = min(gpus, 1)
     step = training.step(gpus, tasks=tasks)
     if rank > 0:  # only rank 0 keeps the manifest, train.log and the lock
-        return subprocess.run(step.argv(), env={**os.environ, **step.env}).returncode
-    run_steps([step], threads=1, gpus=gpus, dry_run=False, lock=[training.save], what=command_line("train.sh", argv))
+        return subprocess.run(step.argv(), env={**os.environ, **step.resources.env}).returncode
+    run(Graph([Job("train", [step])], roots=[training.save]),
+        Launch("train", argv, threads=1, gpus=gpus))
     return 0
 
 
@@ -264,13 +269,9 @@ class Translation:
         it recorded nothing)."""
         if self.user_dir != "auto":
             return self.user_dir
-        folder = self.checkpoint.parent
-        manifest = folder / MANIFEST_DIR / "train.json"
-        if manifest.exists():
-            command = json.loads(manifest.read_text(encoding="utf-8")).get("command", [])
-            return option_value(command, "--user-dir") or "none"
-        if (folder / "train.env").exists():
-            return read_env(folder / "train.env").get("USER_DIR") or "none"
+        trained = manifest.at(self.checkpoint.parent, "train")
+        if trained is not None:
+            return trained.option("--user-dir") or "none"
         return "fairseq_relpos"
 
     def generate_command(self, src: str, tgt: str) -> List[str]:
@@ -284,7 +285,7 @@ class Translation:
             *(["--cpu"] if self.cpu else []), *self.extra)]
 
     def step(self, langs: Sequence[str], *, root: Optional[Path] = None, label: str = "",
-             gpus: int = 0) -> Step:
+             gpus: int = 0, cpus: int = 1, follows: Sequence[Path] = ()) -> Step:
         """The translation step; ``langs`` (source, target) as the test set was built with.
         Its tool reads the test set's size and segmentation when it runs, so the step can be
         declared before the test set is built."""
@@ -294,12 +295,12 @@ class Translation:
                    "--hyp-seg", Out(out / "hyp.seg"), "--hyp-tok", Out(out / "hyp.tok"),
                    "--hyp-txt", Out(out / "hyp.txt"), "--", *generate]
         inputs = [self.checkpoint, self.testset / "bin", self.testset / "meta.env",
-                  self.testset.parent.parent / "segmentation.env"]
+                  self.testset.parent.parent / "segmentation.env", *follows]
         env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-        return Step("translate", command, home=out, root=root, inputs=inputs, label=label,
-                    title=f"translate {self.testset.name}" + (f" with {label}" if label else ""),
-                    log=out / "translate.log", gpus=1 if gpus else 0, env=env,
-                    legacy_done=lambda: legacy.translated(out, generate, self.checkpoint, self.testset))
+        return Step("translate", command, home=out, root=root, inputs=inputs,
+                    resources=Resources(cpus=cpus, gpus=1 if gpus else 0, env=env),
+                    display=Display(label=label, log=out / "translate.log",
+                                    title=f"translate {self.testset.name}" + (f" with {label}" if label else "")))
 
     def check(self) -> None:
         if not self.checkpoint.is_file():
@@ -340,7 +341,7 @@ def translate_main(argv: Sequence[str]) -> int:
     translation.check()
     meta = read_env(translation.testset / "meta.env")
     gpus = 0 if args.cpu else visible_gpus()
-    run_steps([translation.step((meta["SRC"], meta["TGT"]), gpus=gpus)], threads=1, gpus=gpus, dry_run=False,
-              lock=[translation.out], what=command_line("translate.sh", argv))
+    run(Graph([Job("translate", [translation.step((meta["SRC"], meta["TGT"]), gpus=gpus)])], roots=[translation.out]),
+        Launch("translate", argv, threads=1, gpus=gpus))
     print(translation.out / "hyp.txt")
     return 0

@@ -53,6 +53,12 @@ PAIRS = {
     "de-en": {
         "src": "de",
         "tgt": "en",
+        # how the reference study prepares the pair (Rosendahl et al. 2019, §4): what
+        # prepare-wmt19-de-en.sh does with the corpora below
+        "preparation": dict(title="WMT19 de-en", textproc="moses", seg="bpe", seg_size=50000,
+                            dev_sets=["newstest2015"], test_set="newstest2018",
+                            default_test_sets=["newstest_all", "concat_seq", "newstest2018"],
+                            concat_of="newstest_all"),
         "corpora": {
             "commoncrawl": {
                 "title": "CommonCrawl (WMT13 release, unchanged for WMT19)",
@@ -92,6 +98,9 @@ PAIRS = {
     "zh-en": {
         "src": "zh",
         "tgt": "en",
+        "preparation": dict(title="WMT19 zh-en", textproc="normalize", seg="spm", seg_size=32000,
+                            dev_sets=["newsdev2017", "newstest2017"], test_set="newstest2019",
+                            default_test_sets=["newstest2019"], concat_of=""),
         "corpora": {
             "news-commentary": {
                 "title": "News Commentary v14",

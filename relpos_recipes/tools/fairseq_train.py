@@ -12,13 +12,17 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 from relpos_analysis import fairseq_log
 
 from . import fail, option_value
 
 ZIP_END = b"PK\x05\x06"
+# the names of the checkpoints fairseq-train writes (best, last, per epoch, per --save-interval-updates,
+# --keep-best-checkpoints): what a training that starts afresh removes, and nothing else
+FAIRSEQ_CHECKPOINTS = (r"checkpoint_best\.pt", r"checkpoint_last\.pt", r"checkpoint\d+\.pt", r"checkpoint_\d+_\d+\.pt",
+                       r"checkpoint\.best_.+\.pt")
 
 
 def check_checkpoint(path) -> None:
@@ -33,11 +37,17 @@ def check_checkpoint(path) -> None:
             fail(f"{path} is truncated: not a complete torch checkpoint (cut short while saving?); delete it")
 
 
-def finished_updates(checkpoint: Path) -> int:
+def checkpoint_facts(checkpoint: Path) -> Tuple[Optional[str], int]:
+    """The architecture a fairseq checkpoint records, and the updates it has taken."""
     import torch
 
     state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
-    return int(state["optimizer_history"][-1]["num_updates"])
+    cfg = state.get("cfg") or {}
+    model = cfg.get("model") if hasattr(cfg, "get") else None
+    arch = getattr(model, "arch", None) or (model.get("arch") if hasattr(model, "get") else None)
+    if arch is None and state.get("args") is not None:
+        arch = getattr(state["args"], "arch", None)
+    return arch, int(state["optimizer_history"][-1]["num_updates"])
 
 
 def stopped_early(log: Path, patience: Optional[str]) -> bool:
@@ -49,12 +59,18 @@ def stopped_early(log: Path, patience: Optional[str]) -> bool:
 
 def train(save: Path, command) -> None:
     last = save / "checkpoint_last.pt"
-    if last.exists():
+    resumed = last.exists()
+    if resumed:
         check_checkpoint(last)
+        arch, updates = checkpoint_facts(last)
+        wanted = option_value(command, "--arch")
+        if arch and wanted and arch != wanted:
+            fail(f"{last} is a {arch} model, not --arch {wanted}: it was not trained by this command; use another "
+                 "--save-dir, or move it away to train afresh here")
         max_update = option_value(command, "--max-update")
         patience = option_value(command, "--patience")
         finished = None
-        if max_update and int(max_update) > 0 and finished_updates(last) >= int(max_update):
+        if max_update and int(max_update) > 0 and updates >= int(max_update):
             finished = f"has reached --max-update {max_update}"
         elif stopped_early(save / "train.log", patience):
             finished = f"stopped early (--patience {patience})"
@@ -69,6 +85,10 @@ def train(save: Path, command) -> None:
     if code != 0:
         fail(f"fairseq-train failed (exit {code}; see {save / 'train.log'})")
     if not (save / "checkpoint_best.pt").exists():
+        if resumed:  # fairseq found nothing left to train: the best checkpoint of that training is gone
+            fail(f"{save / 'checkpoint_best.pt'} is missing and fairseq-train, resuming from checkpoint_last.pt, "
+                 "had nothing left to train (its --max-epoch or --max-update was reached): restore "
+                 "checkpoint_best.pt, or move the folder's checkpoints away to train afresh")
         fail(f"training ended without {save / 'checkpoint_best.pt'} (see {save / 'train.log'})")
 
 

@@ -1,0 +1,283 @@
+"""The leaderboard: every scheme trained on the demo's synthetic pair (or Tatoeba) with its own
+learning rate, chosen on dev loss, and several seeds at it; the boards rank them by BLEU beyond
+the training lengths.  OUT/data holds the data, OUT/leaderboard/models/ARCH-lrLR[-seedS] the
+models, OUT/leaderboard/choice/ARCH.json each scheme's choice, OUT/leaderboard/SET the boards.
+
+The graph has two re-plan points.  A scheme's other seeds train at the rate its choice step
+chose: they are built once the choice is made (its job's later part).  The boards list the
+schemes whose trainings failed: they are built once every scheme's job has finished.
+"""
+import argparse
+import dataclasses
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+from ..engine import Display, Graph, Job, Later, Launch, Out, OutDir, Policy, ProgressConsole, Step, StepError, \
+    run, unfinished, unique_steps
+from ..engine.step import REPO
+from . import PY, tool
+from .archs import all_archs, check_archs
+from .data import preparation_steps, testsets_graph
+from .demo import (TOY, Corpus, DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours,
+                   train_step, translate_steps)
+from .options import positive_int
+from .prepare import (SMOKE_TATOEBA_PREPARE, prepared_view, smoke_slice, smoke_tatoeba_export, tatoeba_export,
+                      tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation)
+from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
+
+
+@dataclasses.dataclass
+class Protocol:
+    """How the leaderboard trains each scheme (Ruoss et al. 2023 and Kazemnejad et al. 2023
+    select each scheme's learning rate on in-distribution validation data): every rate of the
+    grid trained with the first seed until the dev loss (dev pairs within the training limit)
+    has not improved for ``patience`` evaluations, one every ``validate_every`` updates, or
+    ``cap`` updates; the rate with the lowest dev loss wins; the other seeds train at it."""
+
+    grid: List[str]
+    seeds: List[int]
+    validate_every: int
+    patience: int
+    cap: int
+
+    def stopping(self) -> List[str]:
+        every = str(self.validate_every)
+        return ["--max-update", str(self.cap), "--validate-interval-updates", every, "--save-interval-updates", every,
+                "--keep-interval-updates", "1", "--validate-interval", "1000000", "--save-interval", "1000000"]
+
+
+def learning_rates(text: str) -> List[str]:
+    """Positive learning rates separated by commas, none of them twice (1e-3 and 0.001 are one)."""
+    rates = [r.strip() for r in text.split(",")]
+    try:
+        values = [float(r) for r in rates]
+        if not rates or any(v <= 0 or not math.isfinite(v) for v in values):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected positive learning rates separated by commas, got '{text}'") from None
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"names a learning rate twice: '{text}'")
+    return rates
+
+
+class Leaderboard:
+    """The leaderboard's steps, folders and jobs for one command line."""
+
+    def __init__(self, run_: DemoRun, protocol: Protocol):
+        self.run = run_
+        self.protocol = protocol
+
+    def folder(self, arch: str, lr: str, seed: int) -> Path:
+        name = f"{arch}-lr{lr}" + ("" if seed == self.protocol.seeds[0] else f"-seed{seed}")
+        return self.run.out / "leaderboard" / "models" / name
+
+    def choice_file(self, arch: str) -> Path:
+        return self.run.out / "leaderboard" / "choice" / f"{arch}.json"
+
+    def rate_file(self, arch: str) -> Path:
+        return self.choice_file(arch).with_suffix(".lr")
+
+    def choice(self, arch: str) -> dict:
+        """What the scheme's choice step wrote (read only in a later part, once it ran)."""
+        try:
+            return json.loads(self.choice_file(arch).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise StepError(f"{self.choice_file(arch)}: the choice of {arch}'s learning rate cannot be read "
+                            f"({err}); delete it to choose again") from None
+
+    def training(self, arch: str, lr: str, seed: int):
+        p = self.protocol
+        return demo_training(self.run, arch, seed, self.folder(arch, lr, seed), lr, p.stopping(), p.patience)
+
+    def grid_step(self, arch: str, lr: str) -> Step:
+        return train_step(self.run, self.training(arch, lr, self.protocol.seeds[0]))
+
+    def choice_step(self, arch: str) -> Step:
+        folders = [self.folder(arch, lr, self.protocol.seeds[0]) for lr in self.protocol.grid]
+        out = self.choice_file(arch)
+        return Step(f"choose-{arch}", [tool("choose-lr"), "--out", Out(out), "--out-rate", Out(self.rate_file(arch)),
+                                       *[f"{lr}={folder}" for lr, folder in zip(self.protocol.grid, folders)]],
+                    home=out.parent, root=self.run.out, inputs=[f / "train.log" for f in folders],
+                    policy=Policy(after_failures=True),
+                    display=Display(echo=False, title=f"choose the learning rate of {arch}"))
+
+    def seed_steps(self, arch: str) -> List[Step]:
+        """At the rate the choice chose: the first seed's model translated, the other seeds
+        trained and translated.  They follow the rate file, so that they run after the choice
+        and again if it changes; none when no rate of the grid finished."""
+        lr, p = self.choice(arch).get("chosen"), self.protocol
+        if lr is None:
+            return []
+        follows = [self.rate_file(arch)]
+        steps = translate_steps(self.run, self.folder(arch, lr, p.seeds[0]), follows)
+        for seed in p.seeds[1:]:
+            folder = self.folder(arch, lr, seed)
+            steps += [train_step(self.run, self.training(arch, lr, seed), follows),
+                      *translate_steps(self.run, folder, follows)]
+        return steps
+
+    def graph(self, data_steps: List[Step]) -> Graph:
+        prepare = Job("prepare", data_steps, kind="prepare")
+        jobs = [prepare]
+        schemes = []
+        for arch in self.run.archs:
+            grid = [Job(f"{arch}-lr{lr}", [self.grid_step(arch, lr)]) for lr in self.protocol.grid]
+            # on SLURM this job starts when every rate has ended, however: the choice takes those that finished
+            scheme = Job(arch, [self.choice_step(arch)], waits_for=[prepare, *grid], after_any=True,
+                         later=Later(lambda arch=arch: self.seed_steps(arch),
+                                     f"{arch}: the other seeds and the translations at its chosen rate"))
+            jobs += [*grid, scheme]
+            schemes.append(scheme)
+        jobs.append(Job("boards", [self.tuning_step()], waits_for=schemes, kind="report", after_any=True,
+                        later=Later(self.board_steps, "the boards")))
+        return Graph(jobs, roots=[self.run.out], keep_going=True)
+
+    def failures(self) -> Dict[str, str]:
+        """Each scheme whose trainings or translations did not all finish, and why."""
+        found = {}
+        for arch in self.run.archs:
+            choice = self.choice(arch)
+            if not choice.get("chosen"):
+                found[arch] = "no learning rate of the grid finished: " + "; ".join(
+                    f"{lr}: {point.get('failure')}" for lr, point in choice["grid"].items())
+                continue
+            why = unfinished([self.grid_step(arch, choice["chosen"]), *self.seed_steps(arch)])
+            if why:
+                found[arch] = why[:300]
+        return found
+
+    def tuning_step(self) -> Step:
+        tuning = self.run.out / "leaderboard" / "tuning.json"
+        choices = [self.choice_file(arch) for arch in self.run.archs]
+        return Step("tuning", [tool("tuning"), "--out", Out(tuning), "--metric", "dev loss (dev pairs within the limit)",
+                               *[f"{arch}={path}" for arch, path in zip(self.run.archs, choices)]],
+                    home=tuning.parent, root=self.run.out, inputs=choices, policy=Policy(after_failures=True),
+                    display=Display(echo=False, title="the learning-rate table"))
+
+    def board_steps(self) -> List[Step]:
+        run_, failures = self.run, self.failures()
+        tuning = run_.out / "leaderboard" / "tuning.json"
+        steps = []
+        for test_set in run_.corpus.test_sets:
+            args, inputs = [], [tuning]
+            for arch in run_.archs:
+                if arch in failures:
+                    args += ["--failed", f"{arch}={failures[arch]}"]
+                    continue
+                lr = self.choice(arch)["chosen"]
+                folders = [self.folder(arch, lr, seed) for seed in self.protocol.seeds]
+                hyps = [f / test_set / "hyp.txt" for f in folders]
+                logs = [f / "train.log" for f in folders]
+                args += ["--system", f"{arch}=" + ",".join(map(str, hyps)),
+                         "--train-log", f"{arch}=" + ",".join(map(str, logs))]
+                inputs += hyps + logs
+            steps.append(board_step(run_, test_set, args, inputs, len(self.protocol.seeds), tuning))
+        return steps
+
+
+def board_step(run_: DemoRun, test_set: str, systems: Sequence[str], inputs: Sequence[Path], n_seeds: int,
+               tuning: Path) -> Step:
+    testset = run_.data / "testsets" / test_set
+    board = run_.out / "leaderboard" / test_set
+    device = ", on GPUs (fp16)" if run_.gpus else ""
+    src, tgt = run_.corpus.langs
+    command = [PY, "-m", "relpos_analysis.leaderboard", "--source", testset / f"seg.{src}", "--length-file",
+               testset / "longer-side", "--ref", testset / f"raw.{tgt}", *systems, "--tuning", tuning,
+               "--baseline", run_.archs[0], "--train-limit", run_.limit, "--edges", run_.edges(test_set),
+               "--tokenize", run_.corpus.tokenize, "--bootstrap", 1000, "--seed", run_.seed,
+               # 95 BLEU within the limit means "learned" on the synthetic pair, and nothing
+               # after --quick's few updates or on real sentences
+               *(["--learned-threshold", "0"] if run_.corpus is not TOY or run_.quick else []),
+               "--title", f"Leaderboard, {run_.corpus.name}, {test_set}: trained on pairs of up to {run_.limit} "
+                          f"subword tokens, {n_seeds} seed{'s' if n_seeds > 1 else ''}{device}",
+               "--out-dir", OutDir(board)]
+    return Step("board", command, home=board, root=run_.out,
+                inputs=[testset / f"seg.{src}", testset / "longer-side", testset / f"raw.{tgt}", *inputs],
+                display=Display(echo=False, title=f"board {test_set}"))
+
+
+def tatoeba_corpus(args, smoke: bool) -> Corpus:
+    """Tatoeba German-English (prepare-tatoeba.sh's split, its dev pairs within the limit) in
+    OUT/data, with the Tatoeba study's model and buckets; SMOKE=1: every 85th pair of
+    SMOKE_DATA and the tiny SMOKE model.  The export is checked (and, with --download or
+    SMOKE=1, written) here, by the recipe's command, never while a graph is built."""
+    out = absolute_out(args)
+    prepare = ["--max-len", str(args.train_limit), "--threads", str(args.threads), "--out-dir", str(out / "data")]
+    model, batch, translate = TATOEBA_MODEL, 2048, ()
+    source = args.source
+    if smoke:
+        data = smoke_tatoeba_export(args)
+        source = out / "data" / "raw" / "slice.txt"
+        if not args.run_job and not args.dry_run:
+            smoke_slice(data, source)
+        prepare += SMOKE_TATOEBA_PREPARE
+        model, batch, translate = SMOKE_MODEL, 1200, SMOKE_TRANSLATE
+    prepare += ["--from", str(source)] if source else (["--download"] if args.download else [])
+    prep_args = tatoeba_parser().parse_args([*prepare, *(["--dry-run"] if args.dry_run else [])])
+    export = tatoeba_export(prep_args, fetch=not args.run_job)
+    pairs_sha = tatoeba_pairs_sha(export, args.dry_run or (smoke and not source.exists()))
+
+    def steps(run_: DemoRun) -> List[Step]:
+        p = tatoeba_preparation(prep_args, export, pairs_sha, on_change="redo", dev_within_limit=True)
+        return unique_steps(preparation_steps(p), testsets_graph(prepared_view(p), TATOEBA_SETS,
+                                                                lambda name: p.fetcher.testset(p, name), run_.threads))
+
+    return Corpus(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
+                  batch_tokens=batch, warmup=400, tokenize="13a", steps=steps, translate=tuple(translate),
+                  lr_grid=("3e-4", "1e-3", "3e-3"),  # around tatoeba.sh's 1e-3
+                  test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
+
+
+def absolute_out(args) -> Path:
+    return Path(os.path.abspath(args.out_dir))
+
+
+def leaderboard_main(argv: Sequence[str]) -> int:
+    parser = demo_parser("leaderboard.sh")
+    parser.add_argument("--data", choices=("synthetic", "tatoeba"), default="synthetic")
+    parser.add_argument("--from", dest="source", type=Path)
+    parser.add_argument("--download", action="store_true")
+    parser.add_argument("--seeds", type=positive_int, default=3)
+    parser.add_argument("--lr-grid", type=learning_rates)
+    parser.add_argument("--validate-every", type=positive_int, default=200)
+    parser.add_argument("--patience", type=positive_int, default=5)
+    args = parser.parse_args(argv)
+    smoke = args.data == "tatoeba" and os.environ.get("SMOKE", "0") == "1"
+    tatoeba = args.data == "tatoeba"
+    # defaults that follow --data, set once here whatever form the options took (--out-dir=DIR)
+    if args.train_limit is None:
+        args.train_limit = TATOEBA_LIMIT if tatoeba else 50
+    if args.out_dir is None:
+        args.out_dir = REPO / "runs" / ("smoke" if smoke else "") / ("leaderboard-tatoeba" if tatoeba else "demo")
+    if args.updates is None:
+        args.updates = 16 if smoke else 6000
+    if not tatoeba and (args.source or args.download):
+        raise StepError("--from and --download are for --data tatoeba")
+    archs = args.systems or all_archs()
+    if not args.run_job:
+        check_archs("--systems", archs)
+    corpus = tatoeba_corpus(args, smoke) if tatoeba else TOY
+    run_ = demo_run(args, archs, corpus)
+    grid = args.lr_grid or (["3e-3"] if args.quick else list(corpus.lr_grid))
+    # --quick caps the updates (demo_run), the protocol's cap with them
+    protocol = Protocol(grid=grid, seeds=[run_.seed + k for k in range(args.seeds)], validate_every=args.validate_every,
+                        patience=args.patience, cap=run_.updates)
+    board = Leaderboard(run_, protocol)
+    if not args.run_job:
+        refuse_unless_ours(run_.data)
+        refuse_unless_ours(run_.out / "leaderboard")
+    launch = Launch.from_args("leaderboard", argv, args, threads=run_.threads, gpus=run_.gpus,
+                              console=ProgressConsole())
+    began = time.monotonic()
+    run(board.graph(corpus.steps(run_)), launch)
+    if launch.finishes_here:
+        if launch.launcher == "local":
+            launch.console.log(f"done in {time.monotonic() - began:.0f} s")
+        print_outputs(run_.out / "leaderboard", corpus.test_sets, "board.md",
+                      "board.md, board.json, bleu.png, length_ratio.png")
+    return 0
+
