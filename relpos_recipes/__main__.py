@@ -2,7 +2,10 @@
 import importlib
 import sys
 
-from .engine import StepError
+from .engine import StepError, time_limit
+
+if "--run-job" in sys.argv:  # a SLURM job: its time-limit warning is heard from here on
+    time_limit.listen()
 
 # each recipe's module and function (imported when run: the others' imports are not paid for)
 RECIPES = {

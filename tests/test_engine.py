@@ -1,20 +1,18 @@
-"""The recipes' step engine as a library (recipes/engine.py), in-process and fast: when a step
-is done, what makes it run again and what runs after it, temporary outputs, a killed step,
-a failed one, concurrency, moved folders, locks and older versions' markers."""
-import json
+"""The recipes' step engine as a library (relpos_recipes.engine), in-process and fast: when a
+step is done, what makes it run again and what runs after it, temporary outputs, a failed
+step, concurrency, moved folders, folder inputs and what a redone step replaces."""
+import dataclasses
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
-from relpos_recipes.engine import (Console, FolderLock, LocalExecutor, Out, OutDir, Step, StepError,
-                            describe, plan, read_manifest)
+from relpos_recipes.engine import Console, Graph, Job, Out, OutDir, Policy, Step, StepError, manifest
+from relpos_recipes.engine.local import LocalRunner
+from relpos_recipes.engine.plan import plan
 
 PY = sys.executable
 
@@ -38,8 +36,17 @@ def runs(home, name="copy"):
     return len(path.read_text()) if path.exists() else 0
 
 
-def run(steps, **kwargs):
-    return LocalExecutor(threads=kwargs.pop("threads", 1), console=Console(stream_steps=False)).run(steps, **kwargs)
+def graph(steps, keep_going=False):
+    return Graph([Job("steps", steps)], roots=[], keep_going=keep_going)
+
+
+def run(steps, keep_going=False, threads=1):
+    return LocalRunner(threads=threads, console=Console(stream_steps=False)).run(graph(steps, keep_going))
+
+
+def states(steps):
+    planned = plan(graph(steps))
+    return [(step, planned.states[step]) for step in planned.steps]
 
 
 @pytest.fixture
@@ -56,14 +63,14 @@ def test_a_step_runs_once_and_its_manifest_says_what_ran(chain):
     outcome = run(steps)
     assert [s.name for s in outcome.ran] == ["first", "second"]
     assert (home / "c.txt").read_text() == "A\n"
-    record = read_manifest(steps[1])
-    assert record["status"] == "done" and record["step"] == "first"
-    assert record["command"][0] == "{python}" and record["command"][-2:] == ["{root}/b.txt", "{root}/runs.first"]
-    assert list(record["inputs"]) == ["{root}/a.txt"]
-    size, _mtime, digest = record["inputs"]["{root}/a.txt"][""]
+    record = manifest.of(steps[1])
+    assert record.status == "done" and record.step == "first" and record.version == manifest.VERSION
+    assert record.command[0] == "{python}" and record.command[-2:] == ["{root}/b.txt", "{root}/runs.first"]
+    assert list(record.inputs) == ["{root}/a.txt"]
+    size, _mtime, digest = record.inputs["{root}/a.txt"][""]
     assert size == 2 and len(digest) == 64
-    assert record["outputs"] == ["{root}/b.txt"] and record["host"] and record["started"] and record["ended"]
-    assert record["job_id"] is None
+    assert list(record.outputs) == ["{root}/b.txt"] and record.outputs["{root}/b.txt"][""][0] == 2
+    assert record.host and record.started and record.ended and record.job_id is None
     outcome = run(steps)
     assert not outcome.ran and len(outcome.skipped) == 2
     assert runs(home, "first") == runs(home, "second") == 1
@@ -73,7 +80,7 @@ def test_a_changed_input_redoes_the_step_and_everything_downstream(chain):
     home, steps = chain
     run(steps)
     (home / "a.txt").write_text("z\n")
-    assert [state.reason for _, state in plan(steps)] == [f"{home / 'a.txt'} changed", "first runs first"]
+    assert [state.reason for _, state in states(steps)] == [f"{home / 'a.txt'} changed", "first runs first"]
     outcome = run(steps)
     assert [s.name for s in outcome.ran] == ["first", "second"] and (home / "c.txt").read_text() == "Z\n"
 
@@ -89,20 +96,31 @@ def test_a_deleted_output_is_redone_and_the_steps_after_it_only_if_it_came_out_d
     home, steps = chain
     run(steps)
     (home / "b.txt").unlink()
-    assert plan(steps)[0][1].reason == f"{home / 'b.txt'} is missing"
+    assert states(steps)[0][1].reason == f"{home / 'b.txt'} is missing"
     outcome = run(steps)
     assert [s.name for s in outcome.ran] == ["first"]  # b.txt came out the same: c.txt stands
     assert runs(home, "second") == 1
 
 
+def test_an_output_changed_since_its_step_wrote_it_redoes_the_step(chain):
+    """A cut-short output (a truncated hyp.txt) is not taken as the step's work: the step
+    runs again, and what reads it only if it came out different."""
+    home, steps = chain
+    run(steps)
+    (home / "b.txt").write_text("A")
+    assert states(steps)[0][1].reason == f"{home / 'b.txt'} is not what the step wrote"
+    assert [s.name for s in run(steps).ran] == ["first"] and (home / "b.txt").read_text() == "A\n"
+    os.utime(home / "b.txt", (1, 1))  # touched, the same content: nothing to do
+    assert not run(steps).ran
+
+
 def test_a_changed_command_redoes_the_step_or_is_refused_before_any_work(chain):
     home, steps = chain
     run(steps)
-    changed = copy_step(home, home / "a.txt", home / "b.txt", "first")
-    changed.command = [*changed.command[:1], "-X", "utf8", *changed.command[1:]]
-    assert plan([changed, steps[0]])[0][1].reason == "done before with another command"
-    refusing = copy_step(home, home / "a.txt", home / "b.txt", "first", on_change="refuse")
-    refusing.command = changed.command
+    first = steps[1]
+    changed = dataclasses.replace(first, command=[first.command[0], "-X", "utf8", *first.command[1:]])
+    assert states([changed, steps[0]])[0][1].reason == "done before with another command"
+    refusing = dataclasses.replace(changed, policy=Policy(on_change="refuse"))
     with pytest.raises(StepError, match="holds the work of another command"):
         run([refusing, steps[0]])
     assert runs(home, "first") == 1
@@ -110,29 +128,43 @@ def test_a_changed_command_redoes_the_step_or_is_refused_before_any_work(chain):
     assert [s.name for s in run([refusing, steps[0]]).ran] == ["first"]
 
 
+def in_place_training(home, data, state, **policy):
+    """A step that appends the data to its state, as a training adds updates to a checkpoint."""
+    code = ("import sys, pathlib; data, state = map(pathlib.Path, sys.argv[1:]);"
+            "state.write_text((state.read_text() if state.exists() else '') + data.read_text())")
+    return Step("train", [PY, "-c", code, data, state], home=home, inputs=[data], in_place_outputs=[state],
+                policy=Policy(owns=(r"state\.txt", r"state\.\d+\.txt"), **policy))
+
 
 def test_an_in_place_step_whose_input_changed_starts_afresh_or_is_refused(tmp_path):
     """A training goes on from its own checkpoints, but only on the inputs it ran on: after
-    its input changed it starts afresh (its own files removed first), or, where its work is
-    worth keeping, is refused naming the input."""
+    its input changed it starts afresh (its own files removed first, by name: a user's file
+    beside them stays), or, where its work is worth keeping, is refused naming the input."""
     data, state = tmp_path / "data.txt", tmp_path / "state.txt"
     data.write_text("one\n")
-    # appends the data to its state, as a training adds updates to its checkpoint
-    code = ("import sys, pathlib; data, state = map(pathlib.Path, sys.argv[1:]);"
-            "state.write_text((state.read_text() if state.exists() else '') + data.read_text())")
-
-    def train(**kwargs):
-        return Step("train", [PY, "-c", code, data, state], home=tmp_path, inputs=[data],
-                    in_place_outputs=[state], owns=["state.txt"], **kwargs)
-
-    run([train()])
+    run([in_place_training(tmp_path, data, state)])
+    (tmp_path / "state.7.txt").write_text("an intermediate state of the step")
+    (tmp_path / "state_mine.txt").write_text("a user's")
     data.write_text("two\n")
-    refusing = train(on_change="refuse", keeps_state=state.exists)
+    refusing = in_place_training(tmp_path, data, state, on_change="refuse", keeps_state=state.exists)
     with pytest.raises(StepError, match=f"holds the work of another command .*{data.name} is not what it ran on"):
         run([refusing])
-    assert plan([train()])[0][1].reason == f"{data} changed"
-    run([train()])
+    assert states([in_place_training(tmp_path, data, state)])[0][1].reason == f"{data} changed"
+    run([in_place_training(tmp_path, data, state)])
     assert state.read_text() == "two\n"  # not "one\ntwo\n": nothing of the old input went on
+    assert not (tmp_path / "state.7.txt").exists() and (tmp_path / "state_mine.txt").read_text() == "a user's"
+
+
+def test_an_in_place_output_no_run_made_is_never_taken_for_the_steps_work(tmp_path):
+    """A checkpoint another tool left in the folder (no manifest of the step) is refused by
+    name before any work, never resumed from or taken as a finished training."""
+    data, state = tmp_path / "data.txt", tmp_path / "state.txt"
+    data.write_text("one\n")
+    state.write_text("someone else's\n")
+    with pytest.raises(StepError, match=rf"{tmp_path} holds state\.txt that no run of this recipe made"):
+        run([in_place_training(tmp_path, data, state)])
+    assert state.read_text() == "someone else's\n"
+
 
 def test_a_failed_step_leaves_no_output_and_is_tried_again(tmp_path):
     fail = tmp_path / "fail"
@@ -146,9 +178,9 @@ def test_a_failed_step_leaves_no_output_and_is_tried_again(tmp_path):
         run([step])
     assert not (tmp_path / "out.txt").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp.")]
-    assert read_manifest(step)["status"] == "failed"
+    assert manifest.of(step).status == "failed"
     fail.unlink()
-    assert plan([step])[0][1].reason.startswith("failed before: flaky failed")
+    assert states([step])[0][1].reason.startswith("failed before: flaky failed")
     assert run([step]).ran == [step] and (tmp_path / "out.txt").read_text() == "partial"
 
 
@@ -172,6 +204,25 @@ def test_out_dir_keeps_the_files_a_user_put_beside_the_outputs(tmp_path):
     run([step])
     assert (report / "NOTES.txt").read_text() == "mine" and (report / "old.md").read_text() == "new"
     assert sorted(p.name for p in report.iterdir()) == ["NOTES.txt", "old.md"]
+
+
+def test_a_redone_folder_output_replaces_only_the_files_its_step_made(tmp_path):
+    """A folder a step writes as a whole (binarized data, dictionaries): when the step runs
+    again with other options, its own files of the last run go, a user's notes stay, and the
+    notes make no change for the steps that read the folder."""
+    code = ("import sys, pathlib; d = pathlib.Path(sys.argv[1]); d.mkdir();"
+            "[(d / name).write_text(sys.argv[2]) for name in sys.argv[3:]]")
+    data = tmp_path / "data-bin"
+    first = Step("bin", [PY, "-c", code, Out(data), "1", "a.bin", "old.bin"], home=tmp_path)
+    reader = copy_step(tmp_path, data / "a.bin", tmp_path / "read.txt", "read")
+    reader = dataclasses.replace(reader, inputs=[data])
+    run([first, reader])
+    (data / "NOTES.txt").write_text("mine")
+    assert not run([first, reader]).ran  # a note is no part of the data
+    second = dataclasses.replace(first, command=[PY, "-c", code, Out(data), "2", "a.bin"])
+    run([second, reader])
+    assert sorted(p.name for p in data.iterdir()) == ["NOTES.txt", "a.bin"]
+    assert (data / "NOTES.txt").read_text() == "mine" and (tmp_path / "read.txt").read_text() == "2"
 
 
 def test_steps_run_side_by_side_up_to_the_threads(tmp_path):
@@ -199,133 +250,43 @@ def test_a_moved_or_copied_folder_is_still_done(chain):
     shutil.copytree(home, copy)  # new mtimes: inputs are hashed again and found the same
     moved = [copy_step(copy, copy / "b.txt", copy / "c.txt", "second"),
              copy_step(copy, copy / "a.txt", copy / "b.txt", "first")]
-    assert all(state.done for _, state in plan(moved))
+    assert all(state.done for _, state in states(moved))
     assert not run(moved).ran
+
+
+def test_a_folder_reached_through_a_symbolic_link_is_the_same_run(chain):
+    home, steps = chain
+    run(steps)
+    link = home.parent / "link"
+    link.symlink_to(home)
+    through = [copy_step(link, link / "b.txt", link / "c.txt", "second"),
+               copy_step(link, link / "a.txt", link / "b.txt", "first")]
+    assert all(state.done for _, state in states(through))
 
 
 def test_the_dry_run_lists_every_step_its_command_and_whether_it_is_done(chain):
     home, steps = chain
     run(steps[1:])
-    text = describe(plan(steps))
+    text = plan(graph(steps)).describe()
     assert text.splitlines()[0] == "[done] first"
     assert "[run (not run before)] second" in text and f"{home / 'c.txt'}" in text
-
-
-def test_a_killed_run_leaves_no_finished_output_and_stops_its_steps(tmp_path):
-    """SIGKILL to the engine: its running step's process dies with it (it cannot clean up),
-    nothing is under a final name, and the next run does the step again."""
-    script = tmp_path / "engine.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-        from pathlib import Path
-        from relpos_recipes.engine import LocalExecutor, Out, Step
-        home = Path({str(tmp_path)!r})
-        code = ("import os, sys, time, pathlib; pathlib.Path(sys.argv[1]).write_text('half');"
-                "pathlib.Path(sys.argv[2]).write_text(str(os.getpid()));"
-                "time.sleep(0 if pathlib.Path(sys.argv[3]).exists() else 60)")
-        step = Step("slow", [sys.executable, "-c", code, Out(home / "out.txt"), home / "pid",
-                             home / "quick"], home=home)
-        LocalExecutor().run([step])
-    """))
-    engine = subprocess.Popen([PY, str(script)], stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        if (tmp_path / "pid").exists() and (tmp_path / "pid").read_text():
-            break
-        time.sleep(0.05)
-    child = int((tmp_path / "pid").read_text())
-    engine.send_signal(signal.SIGKILL)
-    engine.wait()
-    for _ in range(100):
-        if not _alive(child):
-            break
-        time.sleep(0.05)
-    assert not _alive(child)
-    assert not (tmp_path / "out.txt").exists()
-    manifest = json.loads((tmp_path / ".steps" / "slow.json").read_text())
-    assert manifest["status"] == "running"
-    (tmp_path / "quick").write_text("")
-    subprocess.run([PY, str(script)], check=True, capture_output=True)
-    assert (tmp_path / "out.txt").read_text() == "half"
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp.")]
-
-
-
-def test_an_interrupted_run_stops_its_steps_and_says_so_on_the_next_run(tmp_path):
-    """Ctrl-C (SIGINT) to the engine: it stops its running step, which is interrupted, not
-    failed; the next run says so and does the step again."""
-    script = tmp_path / "engine.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-        from pathlib import Path
-        from relpos_recipes.engine import Console
-        from relpos_recipes.engine import LocalExecutor, Out, Step
-        home = Path({str(tmp_path)!r})
-        code = ("import sys, time, pathlib; pathlib.Path(sys.argv[2]).write_text('started');"
-                "time.sleep(0 if pathlib.Path(sys.argv[3]).exists() else 60); pathlib.Path(sys.argv[1]).write_text('x')")
-        step = Step("slow", [sys.executable, "-c", code, Out(home / "out.txt"), home / "started", home / "quick"],
-                    home=home)
-        LocalExecutor(console=Console()).run([step])
-    """))
-    engine = subprocess.Popen([PY, str(script)], stderr=subprocess.PIPE, text=True)
-    for _ in range(200):
-        if (tmp_path / "started").exists():
-            break
-        time.sleep(0.05)
-    engine.send_signal(signal.SIGINT)
-    assert engine.wait(timeout=30) != 0
-    manifest = json.loads((tmp_path / ".steps" / "slow.json").read_text())
-    assert manifest["status"] == "running" and not (tmp_path / "out.txt").exists()
-    (tmp_path / "quick").write_text("")
-    again = subprocess.run([PY, str(script)], check=True, capture_output=True, text=True)
-    assert "start slow (interrupted before)" in again.stderr, again.stderr
-    assert (tmp_path / "out.txt").read_text() == "x"
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie has ended
-        return f.read().split()[2] != "Z"
-
-
-def test_a_second_run_on_a_locked_folder_is_refused_by_name(tmp_path):
-    with FolderLock([tmp_path], "bash scripts/demo.sh"):
-        with pytest.raises(StepError, match=rf"{tmp_path} is in use by another run \(pid {os.getpid()} .*demo.sh"):
-            with FolderLock([tmp_path], "another"):
-                pass
-    with FolderLock([tmp_path], "again"):
-        pass
 
 
 def test_graph_errors(tmp_path):
     a = Step("a", ["true", Out(tmp_path / "x")], home=tmp_path, inputs=[tmp_path / "y"])
     b = Step("b", ["true", Out(tmp_path / "y")], home=tmp_path, inputs=[tmp_path / "x"])
     with pytest.raises(ValueError, match="cycle"):
-        plan([a, b])
+        states([a, b])
     c = Step("c", ["true", Out(tmp_path / "x")], home=tmp_path)
     with pytest.raises(ValueError, match="output of both 'a' and 'c'"):
-        plan([a, c])
-
-
-def test_an_older_versions_marker_is_recognised_once(tmp_path):
-    (tmp_path / "out.txt").write_text("made by an older version")
-    step = Step("old", ["false", Out(tmp_path / "out.txt")], home=tmp_path,
-                legacy_done=lambda: (tmp_path / "old.done").exists())
-    (tmp_path / "old.done").write_text("")
-    outcome = run([step])
-    assert outcome.skipped == [step] and read_manifest(step)["status"] == "done"
-    (tmp_path / "old.done").unlink()
-    assert not run([step]).ran  # its manifest says so from now on
+        states([a, c])
 
 
 def test_the_scheduler_job_id_is_recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     step = Step("s", ["true"], home=tmp_path)
     run([step])
-    assert read_manifest(step)["job_id"] == "4242"
+    assert manifest.of(step).job_id == "4242"
 
 
 def test_a_folder_input_is_its_files_without_logs(tmp_path):
@@ -347,7 +308,8 @@ def test_a_step_after_failures_runs_on_what_the_others_made(tmp_path):
     bad = Step("bad", [PY, "-c", "raise SystemExit('error: diverged')", Out(tmp_path / "bad.txt")], home=tmp_path)
     code = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(str([pathlib.Path(p).exists() for p in sys.argv[2:]]))"
     choose = Step("choose", [PY, "-c", code, Out(tmp_path / "choice"), tmp_path / "good.txt", tmp_path / "bad.txt"],
-                  home=tmp_path, inputs=[tmp_path / "good.txt", tmp_path / "bad.txt"], after_failures=True)
+                  home=tmp_path, inputs=[tmp_path / "good.txt", tmp_path / "bad.txt"],
+                  policy=Policy(after_failures=True))
     outcome = run([good, bad, choose], keep_going=True)
     assert choose in outcome.ran and (tmp_path / "choice").read_text() == "[True, False]"
 
@@ -363,7 +325,67 @@ def test_a_failed_rerun_leaves_no_stale_output_of_the_step_in_its_folder(tmp_pat
     run([step])
     (board / "NOTES.txt").write_text("mine")
     (tmp_path / "fail").write_text("yes")
-    step.command = [PY, "-c", code, OutDir(board), "second", tmp_path / "fail"]
     with pytest.raises(StepError):
-        run([step])
+        run([dataclasses.replace(step, command=[PY, "-c", code, OutDir(board), "second", tmp_path / "fail"])])
     assert sorted(p.name for p in board.iterdir()) == ["NOTES.txt"]
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda path: path.write_text("{not json"), "Expecting property name"),
+    (lambda path: path.write_text('{"version": 2, "step": "s", "status": "done"'), "Expecting"),
+    (lambda path: path.write_text('{"version": 2, "step": "s", "status": "done", "command": [], "identity": []}'),
+     "no 'root'"),
+    (lambda path: path.write_text('{"version": 2, "step": "s", "status": "done", "command": [], "identity": [], '
+                                  '"root": ".", "inputs": [], "outputs": {}}'), "of another type"),
+    (lambda path: path.write_text('{"version": 7}'), "another version of fairseq-relpos"),
+    (lambda path: path.mkdir(), "Is a directory"),
+    (lambda path: path.symlink_to(path), "Too many levels of symbolic links"),
+])
+def test_a_damaged_manifest_is_refused_by_name_before_any_work(tmp_path, damage, why):
+    (tmp_path / "a.txt").write_text("a")
+    step = copy_step(tmp_path, tmp_path / "a.txt", tmp_path / "b.txt", "s")
+    step.manifest_path.parent.mkdir(parents=True)
+    damage(step.manifest_path)
+    with pytest.raises(StepError, match=rf"{step.manifest_path} is not a readable step manifest \(.*{why}.*\); "
+                                        "delete it to run the step again"):
+        run([step])
+    assert not (tmp_path / "b.txt").exists()
+
+
+def test_a_first_engine_manifest_is_read_with_its_tools_named_as_now(tmp_path):
+    """The first engine recorded its tools by path (scripts/lib/X.py) or as recipes.tools
+    subcommands, its outputs as a list: such a manifest still says the step is done."""
+    from relpos_recipes.engine import Tool
+
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    step = Step("filter", [Tool("filter-pairs", (PY, "-m", "relpos_recipes.tools.filter_pairs")), "--src",
+                           tmp_path / "a.txt", "--out-src", Out(tmp_path / "b.txt")], home=tmp_path,
+                inputs=[tmp_path / "a.txt"])
+    old = {"version": 1, "step": "filter", "status": "done",
+           "command": ["{python}", "{repo}/scripts/lib/filter_pairs.py", "--src", "{root}/a.txt", "--out-src",
+                       "{root}/b.txt"],
+           "identity": ["{python}", "{repo}/scripts/lib/filter_pairs.py", "--src", "{root}/a.txt", "--out-src",
+                        "{root}/b.txt"],
+           "root": ".", "inputs": {"{root}/a.txt": manifest.fingerprint(tmp_path / "a.txt")},
+           "outputs": ["{root}/b.txt"], "host": "h", "pid": 1, "job_id": None}
+    step.manifest_path.parent.mkdir()
+    step.manifest_path.write_text(__import__("json").dumps(old))
+    assert step.recorded_identity()[0] == "{tool:filter-pairs}"
+    assert states([step])[0][1].done
+    text = step.recorded_command()
+    old["command"] = ["{python}", "-m", "recipes.tools", "textproc", *text[1:]]
+    assert manifest._record(old).command == ["{tool:textproc}", *text[1:]]
+
+
+def test_a_full_disk_is_named_and_leaves_no_temporary_manifest(tmp_path, monkeypatch):
+    step = Step("s", ["true"], home=tmp_path)
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(StepError, match=rf"no space left on the device of {tmp_path / '.steps'} \(writing s\.json\)"):
+        manifest.write(step.manifest_path, manifest.Record.start(step, {}))
+    monkeypatch.undo()
+    assert [p.name for p in (tmp_path / ".steps").iterdir()] == []

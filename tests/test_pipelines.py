@@ -154,8 +154,8 @@ def test_recipes_dry_run(tmp_path, smoke):
                    "--system", "NoPE@100=transformer_nope@100", "--system", "T5@75=transformer_t5@75"],
                   env={"SMOKE": smoke}).stdout
         for n in needles + ["relpos_recipes.tools.fairseq_train", "relpos_recipes.tools.fairseq_generate", "fairseq-train", "fairseq-generate",
-                            "relpos_analysis.report", "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75",
-                            "T5@75=", "[run (not run before)] train transformer_nope-len100"]:
+                            "transformer_nope-len100", "NoPE@100=", "transformer_t5-len75",
+                            "T5@75=", "[run (not run before)] train transformer_nope-len100", "[later] the report table", "relpos_analysis.report"]:
             assert n in out, (table, n)
         assert ("--encoder-layers 1" in out) == (smoke == "1")
     assert not list(tmp_path.rglob("*.json"))  # no manifest: nothing ran

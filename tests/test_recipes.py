@@ -82,3 +82,37 @@ def test_a_system_whose_options_change_its_positions_is_labelled_and_saved_as_wh
     assert "Absolute@100 (transformer_abs[encoder alibi])=" in out.stdout
     folder = re.search(r"wmt19-de-en/(transformer_abs-len100-[0-9a-f]{8})/", out.stdout)
     assert folder and "wmt19-de-en/transformer_abs-len100/" not in out.stdout
+
+
+def test_a_folder_the_first_engine_prepared_is_done_after_the_move(tmp_path):
+    """tests/data/first-engine-toy.tar.gz: prepare-toy.sh and build-test-sets.sh as the first
+    engine ran them (tools under scripts/lib/ and recipes.tools, first manifest format).
+    This version finds every step done and runs nothing."""
+    import tarfile
+
+    with tarfile.open(Path(__file__).parent / "data" / "first-engine-toy.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    work = tmp_path / "toy"
+    options = ["--work-dir", work, "--train-pairs", "300", "--dev-pairs", "30", "--test-pairs", "20", "--max-len",
+               "30", "--bpe-merges", "100", "--threads", "1", "--train-words", "5 20", "--test-words", "5 25"]
+    prepared = script("prepare-toy.sh", *options)
+    assert prepared.returncode == 0, prepared.stderr
+    assert prepared.stderr.count("skip  ") == 22 and "start " not in prepared.stderr
+    built = script("build-test-sets.sh", "--work-dir", work, "--threads", "1")
+    assert built.returncode == 0, built.stderr
+    assert built.stderr.count("skip  ") == 18 and "start " not in built.stderr
+
+
+def test_an_environment_serving_another_checkout_is_refused_not_taken_over(tmp_path):
+    """Two clones, one environment: the second clone's scripts refuse it, naming the clone it
+    serves and what to do, instead of re-pointing its editable install while the first runs."""
+    other = tmp_path / "other-clone"
+    other.mkdir()
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".fairseq-relpos-installed").write_text(f"{other}\n12345 678\n")
+    proc = subprocess.run(["bash", "-c", f"source {SCRIPTS / 'lib' / 'env.sh'}"], capture_output=True, text=True,
+                          env={**os.environ, "VIRTUAL_ENV": str(venv)})
+    assert proc.returncode == 1
+    assert f"the environment {venv} serves the checkout {other}" in proc.stderr
+    assert "python3 -m venv DIR" in proc.stderr

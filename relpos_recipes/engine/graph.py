@@ -17,10 +17,13 @@ from .step import Step
 
 @dataclasses.dataclass(frozen=True)
 class Later:
-    """Steps built from what earlier steps wrote; ``title`` says what they are before then."""
+    """Steps built from what earlier steps wrote; ``title`` says what they are before then,
+    and ``preview``, where the steps can be foreseen (a report, if every system finishes),
+    shows them in a dry run."""
 
     build: Callable[[], Sequence[Step]]
     title: str
+    preview: Optional[Callable[[], Sequence[Step]]] = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -67,7 +70,7 @@ def unique_steps(*groups: Sequence[Step]) -> List[Step]:
     identity and outputs: a test set two recipes both need) is kept once."""
     kept: Dict[Path, Step] = {}
     for step in (s for group in groups for s in group):
-        key = step.manifest_path.resolve()
+        key = step.manifest_key
         other = kept.setdefault(key, step)
         if other is not step and (other.recorded_identity() != step.recorded_identity()
                                   or other.outputs != step.outputs):

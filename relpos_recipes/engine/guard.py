@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 GRACE_SECONDS = 10
 PR_SET_PDEATHSIG = 1
@@ -32,16 +31,19 @@ def main(argv) -> int:
         pass
     if os.getppid() != int(engine_pid):  # the engine died before the line above
         return 143
-    child = None
+    stopping = False
 
-    def stop(signum, _frame):
+    def stop(_signum, _frame):
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
         for each in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(each, signal.SIG_IGN)
         os.killpg(os.getpgrp(), signal.SIGTERM)
-        deadline = time.monotonic() + GRACE_SECONDS
-        while child is not None and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        os.killpg(os.getpgrp(), signal.SIGKILL)  # what is left, the guard included
+        # what has not ended after the grace period is killed, the guard included
+        signal.signal(signal.SIGALRM, lambda *_: os.killpg(os.getpgrp(), signal.SIGKILL))
+        signal.alarm(GRACE_SECONDS)
 
     for each in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(each, stop)
@@ -50,11 +52,10 @@ def main(argv) -> int:
     except OSError as err:
         print(f"error: cannot run {command[0]}: {err.strerror or err}", file=sys.stderr)
         return 127
-    while True:
-        try:
-            return child.wait()
-        except InterruptedError:
-            continue
+    code = child.wait()
+    if stopping:  # the command ended; whatever it left of the step goes with the guard
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    return code
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import manifest
+from . import manifest, time_limit
 from .console import Console
 from .graph import Graph, Job, unique_steps
 from .plan import (Plan, changed_input, check_steps, plan, prerequisites, producer_scope, step_lock_path,
@@ -232,8 +232,10 @@ def _next_finished(finished, stopping):
         try:
             return finished.get(timeout=0.2)
         except queue.Empty:
+            if stopping.time_limit and time_limit.near.is_set():
+                raise TimeLimit()
             if stopping.is_set():
-                raise TimeLimit() if stopping.time_limit else KeyboardInterrupt
+                raise KeyboardInterrupt
 
 
 class _StopFlag(threading.Event):
@@ -241,21 +243,15 @@ class _StopFlag(threading.Event):
     time_limit: bool = False
 
 
-def _install_stop_handlers(time_limit: bool) -> _StopFlag:
+def _install_stop_handlers(time_limit_stops: bool) -> _StopFlag:
     """SIGTERM and SIGHUP stop a run as Ctrl-C does: every running step is stopped; with
-    ``time_limit``, SIGUSR1 (SLURM's warning before the job's limit) stops it as TimeLimit."""
+    ``time_limit_stops``, so does SLURM's warning before the job's time limit (TimeLimit)."""
     flag = _StopFlag()
     flag.previous = {}
-
-    def at_limit(*_):
-        flag.time_limit = True
-        flag.set()
-
+    flag.time_limit = time_limit_stops
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGHUP):
             flag.previous[signum] = signal.signal(signum, lambda *_: flag.set())
-        if time_limit:
-            flag.previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, at_limit)
     return flag
 
 
@@ -297,12 +293,14 @@ class RunningStep:
         self.stopped = False  # by the engine: interrupted, not failed
         self.seconds = 0.0
         self.published: List[Path] = []  # what its OutDirs received
+        self.before: Optional[manifest.Record] = None  # the manifest of its last run
 
     def run(self) -> None:
         step = self.step
         with StepLock(step) as lock:
             record = self._prepare()
             tail: List[str] = []
+            succeeded = False
             try:
                 try:
                     with open(step.log_path, "a", encoding="utf-8") as log:
@@ -316,18 +314,17 @@ class RunningStep:
                 if code != 0:
                     raise StepFailed(step, _failure_text(step, code, tail))
                 self._publish()
+                succeeded = True
             except StepFailed as failure:
                 if not self.stopped:  # a stopped step stays "running": a re-run says it was interrupted
                     record.status, record.ended = "failed", manifest.now()
                     record.error = str(failure).splitlines()[0][:500]
                     manifest.write(step.manifest_path, record)
-                self._discard()
-                raise
-            except BaseException:
-                self._discard()
                 raise
             finally:
                 self.kill()  # whatever happened above, no process of the step outlives it
+                if not succeeded:
+                    self._discard()
             record.status, record.ended = "done", manifest.now()
             record.published = [step.relative(p) for p in self.published]
             record.outputs = {step.relative(p): self._output_fingerprint(p) for p in step.outputs}
@@ -336,9 +333,11 @@ class RunningStep:
     def _prepare(self) -> manifest.Record:
         """Clears what an earlier run left, checks the inputs and writes the 'running' record."""
         step = self.step
+        self.before = manifest.of(step)
         try:
             clear_temporaries(step)
             self._clear_other_commands_work()
+            self._remove_published_before()
             for output in step.outputs:
                 output.parent.mkdir(parents=True, exist_ok=True)
             for folder in step.out_dirs:
@@ -348,12 +347,14 @@ class RunningStep:
         except OSError as err:
             raise StepFailed(step, f"{step.description}: {manifest.disk_error(err, Path(err.filename or step.home))}") \
                 from None
-        inputs = {Path(p): manifest.fingerprint(p, only=self.scope(p)) for p in step.inputs}
+        # an input unchanged since the last run (size, mtime) keeps its recorded digest: not read again
+        inputs = {Path(p): manifest.fingerprint(p, self.before.input_fingerprint(step, p) if self.before else None,
+                                                only=self.scope(p)) for p in step.inputs}
         missing = [str(p) for p, fp in inputs.items() if fp is None]
         if missing and not step.policy.after_failures:
             raise StepFailed(step, f"{step.description}: input {missing[0]} does not exist")
         record = manifest.Record.start(step, inputs)
-        before = manifest.of(step)
+        before = self.before
         if before is not None and before.status == "running" and before.identity == record.identity:
             record.requeues = before.requeues  # the same run, requeued: its count goes on
         manifest.write(step.manifest_path, record)
@@ -369,7 +370,7 @@ class RunningStep:
         """An in-place step that starts afresh (another command, other inputs) first removes
         the files its command made (by name: never a user's file beside them)."""
         step = self.step
-        record = manifest.of(step)
+        record = self.before
         if not step.in_place or record is None or (
                 record.identity == step.recorded_identity() and changed_input(step, record, self.scope) is None):
             return  # nothing, or the same command's work on the same inputs, which it goes on from
@@ -426,7 +427,6 @@ class RunningStep:
                         os.replace(temp, final)
             elif isinstance(arg, OutDir):
                 temp = temporary_path(arg.path, self.token)
-                self._remove_published_before(Path(arg.path))
                 for name in sorted(os.listdir(temp)):
                     target = Path(arg.path) / name
                     if target.is_dir() and not target.is_symlink():
@@ -440,7 +440,7 @@ class RunningStep:
                                         f"writing {missing[0]} (see {self.step.log_path})")
 
     def _replace_own_files(self, final: Path, temp: Path) -> None:
-        record = manifest.of(self.step)
+        record = self.before
         made_before = (record.output_fingerprint(self.step, final) if record else None) or {}
         for name in made_before:
             remove(final / name)
@@ -452,13 +452,14 @@ class RunningStep:
             os.replace(file, target)
         shutil.rmtree(temp)
 
-    def _remove_published_before(self, folder: Path) -> None:
-        """The files an OutDir step wrote last time go before its new ones come, so that none
-        of them passes for the new run's (a stale figure); other files in the folder stay."""
-        record = manifest.of(self.step)
+    def _remove_published_before(self) -> None:
+        """The files an OutDir step wrote last time go before it runs again, so that a run
+        that fails leaves none of them to pass for its own (a stale board); other files in
+        the folder stay."""
+        record = self.before
         for recorded in (record.published if record else []):
             path = self.step.absolute(recorded)
-            if path.parent == folder:
+            if path.parent in self.step.out_dirs:
                 remove(path)
 
     def _discard(self) -> None:

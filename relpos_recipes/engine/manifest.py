@@ -170,7 +170,9 @@ def _record(raw) -> Record:
     return Record(**data)
 
 
-# how the first engine recorded its tools: a script's path, or a subcommand of recipes.tools
+# how the first engine recorded its tools: a script's path, a subcommand of recipes.tools, or a
+# module of the analysis package
+_FIRST_ENGINE_MODULES = {"analysis.report": "report", "analysis.leaderboard": "board"}
 _FIRST_ENGINE_SCRIPTS = {"{repo}/scripts/lib/corpora.py": "corpora", "{repo}/scripts/lib/tatoeba.py": "tatoeba",
                          "{repo}/scripts/lib/toy_corpus.py": "toy-corpus",
                          "{repo}/scripts/lib/filter_pairs.py": "filter-pairs", "{repo}/scripts/lib/spm.py": "spm",
@@ -188,6 +190,9 @@ def _symbolic_tools(argv: List[str]) -> List[str]:
         elif argv[k + 1:k + 3] == ["-m", "recipes.tools"] and k + 3 < len(argv):
             out.append(f"{{tool:{argv[k + 3]}}}")
             k += 4
+        elif argv[k + 1:k + 2] == ["-m"] and k + 2 < len(argv) and argv[k + 2] in _FIRST_ENGINE_MODULES:
+            out.append(f"{{tool:{_FIRST_ENGINE_MODULES[argv[k + 2]]}}}")
+            k += 3
         else:
             out.append(argv[k])
             k += 1

@@ -34,7 +34,7 @@ def check_steps(steps: Sequence[Step]) -> Dict[Step, List[Step]]:
     writers: Dict[Path, Step] = {}
     manifests: Dict[Path, Step] = {}
     for step in steps:
-        other = manifests.setdefault(step.manifest_path.resolve(), step)
+        other = manifests.setdefault(step.manifest_key, step)
         if other is not step:
             raise ValueError(f"steps {other.name!r} and {step.name!r} share {step.manifest_path}")
         for output in step.outputs:
@@ -234,12 +234,17 @@ class Plan:
         for step in self.steps:
             state = self.states[step]
             lines.append(f"[{'done' if state.done else f'run ({state.reason})'}] {step.description}")
-            argv = ["python" if a == sys.executable else a for a in step.argv()]
-            lines.append("    " + " ".join(shlex.quote(a) for a in argv))
+            lines.append("    " + _command_text(step))
         for job in self.unbuilt:
             waits = ", ".join(j.name for j in job.waits_for) or job.name
             lines.append(f"[later] {job.later.title} (planned when {waits} have run)")
+            for step in job.later.preview() if job.later.preview else ():
+                lines.append(f"    {step.description}, if all goes well: {_command_text(step)}")
         return "\n".join(lines)
+
+
+def _command_text(step: Step) -> str:
+    return " ".join(shlex.quote(a) for a in ("python" if a == sys.executable else a for a in step.argv()))
 
 
 def prerequisites(job: Job, built: Dict[Job, List[Step]]) -> Tuple[List[Step], List[Job]]:

@@ -137,6 +137,11 @@ class Step:
         return self.home / MANIFEST_DIR / f"{self.name}.json"
 
     @property
+    def manifest_key(self) -> Path:
+        """The manifest's path with its folder resolved (whatever the file itself is)."""
+        return self.home.resolve() / MANIFEST_DIR / f"{self.name}.json"
+
+    @property
     def log_path(self) -> Path:
         return self.display.log or self.home / MANIFEST_DIR / f"{self.name}.log"
 

@@ -10,7 +10,7 @@ PY = sys.executable
 
 
 def tool(name: str) -> Tool:
-    """The tool ``name`` as a step's command starts: ``python -m relpos_recipes.tools.MODULE
-    [SUBCOMMAND]``, recorded in manifests as ``{tool:NAME}``."""
+    """The tool ``name`` as a step's command starts: ``python -m MODULE [SUBCOMMAND]``,
+    recorded in manifests as ``{tool:NAME}``."""
     module, *subcommand = COMMANDS[name]
-    return Tool(name, (PY, "-m", f"relpos_recipes.tools.{module}", *subcommand))
+    return Tool(name, (PY, "-m", module, *subcommand))

@@ -173,7 +173,7 @@ def preparation_steps(p: Preparation) -> List[Step]:
             [p.path("dict"), *[p.path(f"len{n}", f"train.{lang}") for lang in p.langs],
              *[Path(f"{valid}.{lang}") for lang in p.langs],
              *[p.path("seg", f"test.{lang}") for lang in p.langs]],
-            cpus=p.threads, log=p.path("data-bin", f"len{n}.log"), title=f"binarize len{n}" if p.dev_within_limit else f"bin.len{n}"))
+            cpus=p.threads, log=p.path("data-bin", f"len{n}.log"), title=f"binarize len{n}"))
     return steps
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..engine import (Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, add_launcher_options, run,
                       unique_steps)
 from ..engine.step import MANIFEST_DIR, REPO
-from . import PY
+from . import tool
 from .archs import check_archs
 from .data import preparation_steps, testsets_graph
 from .options import DEFAULT_THREADS, Parser, absolute, folder, name_list, non_negative_int, positive_int
@@ -201,7 +201,7 @@ def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
     testset = run.data / "testsets" / test_set
     report = run.out / "report" / test_set
     hyps = [systems[arch] / test_set / "hyp.txt" for arch in systems]
-    command = [PY, "-m", "relpos_analysis.report", "--source", testset / "seg.src", "--length-file",
+    command = [tool("report"), "--source", testset / "seg.src", "--length-file",
                testset / "longer-side", "--ref", testset / "raw.tgt",
                *[a for arch, hyp in zip(systems, hyps) for a in ("--system", f"{arch}={hyp}")],
                "--baseline", next(iter(systems)), "--tokenize", "none", "--metrics", "bleu,ter",

@@ -19,7 +19,7 @@ from typing import Dict, List, Sequence
 from ..engine import Display, Graph, Job, Later, Launch, Out, OutDir, Policy, ProgressConsole, Step, StepError, \
     run, unfinished, unique_steps
 from ..engine.step import REPO
-from . import PY, tool
+from . import tool
 from .archs import all_archs, check_archs
 from .data import preparation_steps, testsets_graph
 from .demo import (TOY, Corpus, DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours,
@@ -185,7 +185,7 @@ def board_step(run_: DemoRun, test_set: str, systems: Sequence[str], inputs: Seq
     board = run_.out / "leaderboard" / test_set
     device = ", on GPUs (fp16)" if run_.gpus else ""
     src, tgt = run_.corpus.langs
-    command = [PY, "-m", "relpos_analysis.leaderboard", "--source", testset / f"seg.{src}", "--length-file",
+    command = [tool("board"), "--source", testset / f"seg.{src}", "--length-file",
                testset / "longer-side", "--ref", testset / f"raw.{tgt}", *systems, "--tuning", tuning,
                "--baseline", run_.archs[0], "--train-limit", run_.limit, "--edges", run_.edges(test_set),
                "--tokenize", run_.corpus.tokenize, "--bootstrap", 1000, "--seed", run_.seed,

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..engine import (Display, Graph, Job, Later, Launch, Out, OutDir, ProgressConsole, Step, StepError,
                       add_launcher_options, run, unfinished, unique_steps)
 from ..engine.step import REPO
-from . import PY, tool
+from . import tool
 from .archs import all_archs, check_archs, effective_labels
 from .data import Preparation, preparation_steps, refuse_foreign_work, testsets_graph, wmt_fetcher
 from .demo import print_outputs, refuse_unless_ours
@@ -211,10 +211,12 @@ def study_graph(run_: StudyRun, reports: Sequence[Report], override: str) -> Gra
                 needed = [step for step in job.steps if step.home in (save, save / report.test_set)]
                 entries.append((system.label, save / report.test_set, job, needed))
             jobs.append(Job(f"report-{report.name}", waits_for=list(dict.fromkeys(e[2] for e in entries)),
-                            kind="report", after_any=True, later=Later(lambda report=report, entries=entries: [
-                                _report_step(run_, report, [(label, out, unfinished(needed))
-                                                            for label, out, _, needed in entries])],
-                                f"the report {report.name}")))
+                            kind="report", after_any=True, later=Later(
+                                lambda report=report, entries=entries: [_report_step(
+                                    run_, report, [(label, out, unfinished(needed)) for label, out, _, needed in entries])],
+                                f"the report {report.name}",
+                                preview=lambda report=report, entries=entries: [_report_step(
+                                    run_, report, [(label, out, None) for label, out, _, _ in entries])])))
     return Graph(jobs, roots=[run_.work_root, run_.runs_root])
 
 
@@ -273,7 +275,7 @@ def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Pat
     failed = [a for label, _, failure in systems if failure for a in ("--failed", f"{label}={failure}")]
     baseline = report.baseline if any(label == report.baseline for label, _ in hyps) or not hyps else hyps[0][0]
     out = run.runs_root / "reports" / report.name
-    command = [PY, "-m", "relpos_analysis.report", "--source", testset / f"seg.{spec['src']}", "--ref", ref,
+    command = [tool("report"), "--source", testset / f"seg.{spec['src']}", "--ref", ref,
                *[a for label, path in hyps for a in ("--system", f"{label}={path}")], *failed,
                *(["--bootstrap", "50"] if run.smoke else []), *_environment("REPORT_EXTRA_ARGS"),
                "--baseline", baseline, "--edges", "25,50,75,100", "--train-limit", "100",
@@ -358,7 +360,9 @@ def tatoeba_main(argv: Sequence[str]) -> int:
                 for test_set in TATOEBA_SETS]
 
     jobs.append(Job("reports", waits_for=systems, kind="report", after_any=True,
-                    later=Later(reports, "the reports")))
+                    later=Later(reports, "the reports", preview=lambda: [
+                        _tatoeba_report(work, out, test_set, {labels[a]: folders[a] for a in args.systems}, {},
+                                        bootstrap, args.seed) for test_set in TATOEBA_SETS])))
     launch = Launch.from_args("tatoeba", argv, args, threads=args.threads, gpus=gpus, console=ProgressConsole())
     run(Graph(jobs, roots=[work, out]), launch)
     if launch.finishes_here:
@@ -374,7 +378,7 @@ def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Dict[str, Pat
     scored = [name for name in systems if name not in failures] or list(systems)
     hyps = [systems[name] / test_set / "hyp.txt" for name in scored]
     report = out / "report" / test_set
-    command = [PY, "-m", "relpos_analysis.report", "--source", testset / "seg.de", "--length-file", testset / "longer-side",
+    command = [tool("report"), "--source", testset / "seg.de", "--length-file", testset / "longer-side",
                "--ref", testset / "raw.en", *[a for arch, hyp in zip(scored, hyps) for a in ("--system", f"{arch}={hyp}")],
                *[a for name, why in failures.items() for a in ("--failed", f"{name}={why}")],
                "--baseline", scored[0], "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,

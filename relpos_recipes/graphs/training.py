@@ -117,7 +117,8 @@ class Training:
         command = [*launcher, tool("train"), "--save-dir", save, "--", *self.command(gpus, tasks)]
         made = [re.compile(pattern) for pattern in FAIRSEQ_CHECKPOINTS]
         return Step("train", command, home=save, root=root, inputs=[self.data, *follows],
-                    in_place_outputs=[save / "checkpoint_best.pt", save / "checkpoint_last.pt"],
+                    # its log too: what the leaderboard's choice reads of it (its dev losses)
+                    in_place_outputs=[save / "checkpoint_best.pt", save / "checkpoint_last.pt", save / "train.log"],
                     identity=self.settings(), identity_extra=identity_extra,
                     policy=Policy(on_change=on_change, refusal=TRAINED_REFUSAL,
                                   keeps_state=lambda: save.is_dir() and any(

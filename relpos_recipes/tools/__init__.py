@@ -10,25 +10,28 @@ no work.
 """
 from typing import Dict, NoReturn, Optional, Sequence, Tuple
 
-# symbolic name -> (module under relpos_recipes.tools, its subcommand if it has several)
+# symbolic name -> (the module run with python -m, its subcommand if it has several); the
+# analysis package's command lines make the reports and boards
 COMMANDS: Dict[str, Tuple[str, ...]] = {
-    "corpora": ("corpora",),
-    "tatoeba": ("tatoeba",),
-    "toy-corpus": ("toy_corpus",),
-    "filter-pairs": ("filter_pairs",),
-    "spm": ("spm",),
-    "binarize": ("binarize",),
-    "textproc": ("text", "textproc"),
-    "concat-lines": ("text", "concat-lines"),
-    "longer-side": ("text", "longer-side"),
-    "cut-lines": ("text", "cut-lines"),
-    "deseg": ("text", "deseg"),
-    "write-env": ("text", "write-env"),
-    "testset-meta": ("text", "testset-meta"),
-    "train": ("fairseq_train",),
-    "translate": ("fairseq_generate",),
-    "choose-lr": ("choice", "choose-lr"),
-    "tuning": ("choice", "tuning"),
+    "corpora": ("relpos_recipes.tools.corpora",),
+    "tatoeba": ("relpos_recipes.tools.tatoeba",),
+    "toy-corpus": ("relpos_recipes.tools.toy_corpus",),
+    "filter-pairs": ("relpos_recipes.tools.filter_pairs",),
+    "spm": ("relpos_recipes.tools.spm",),
+    "binarize": ("relpos_recipes.tools.binarize",),
+    "textproc": ("relpos_recipes.tools.text", "textproc"),
+    "concat-lines": ("relpos_recipes.tools.text", "concat-lines"),
+    "longer-side": ("relpos_recipes.tools.text", "longer-side"),
+    "cut-lines": ("relpos_recipes.tools.text", "cut-lines"),
+    "deseg": ("relpos_recipes.tools.text", "deseg"),
+    "write-env": ("relpos_recipes.tools.text", "write-env"),
+    "testset-meta": ("relpos_recipes.tools.text", "testset-meta"),
+    "train": ("relpos_recipes.tools.fairseq_train",),
+    "translate": ("relpos_recipes.tools.fairseq_generate",),
+    "choose-lr": ("relpos_recipes.tools.choice", "choose-lr"),
+    "tuning": ("relpos_recipes.tools.choice", "tuning"),
+    "report": ("relpos_analysis.report",),
+    "board": ("relpos_analysis.leaderboard",),
 }
 
 

@@ -11,8 +11,8 @@ evaluation: the study's "8 checkpoints per epoch" with the lr schedule (reduce_l
 which fairseq steps once per fairseq epoch) counting dev evaluations, as in the study.
 
 This runs fairseq-preprocess's own code (fairseq_cli.preprocess.main) once per shard inside
-one Python process, to pay fairseq's start-up cost once.  DIR is built as DIR.tmp.PID and
-renamed when complete.
+one Python process, to pay fairseq's start-up cost once.  DIR must not exist: a step hands the
+tool a temporary name and renames it when it succeeded.
 """
 import argparse
 import logging
@@ -67,11 +67,9 @@ def main(argv=None):
         ap.error("--shards must be at least 1")
 
     src, tgt = a.source_lang, a.target_lang
-    final = a.destdir.rstrip("/")
-    tmp = f"{final}.tmp.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    split_dir = tempfile.mkdtemp(prefix="shards.", dir=tmp)
+    destdir = a.destdir.rstrip("/")
+    os.makedirs(destdir)  # new: a step hands the tool a temporary name and renames it when it succeeded
+    split_dir = tempfile.mkdtemp(prefix="shards.", dir=destdir)
     try:
         for lang in (src, tgt):
             split_round_robin(f"{a.trainpref}.{lang}", a.shards,
@@ -80,7 +78,7 @@ def main(argv=None):
             argv = ["--source-lang", src, "--target-lang", tgt,
                     "--srcdict", a.srcdict, "--tgtdict", a.tgtdict,
                     "--trainpref", os.path.join(split_dir, f"train{k}"),
-                    "--destdir", os.path.join(tmp, f"shard{k}"),
+                    "--destdir", os.path.join(destdir, f"shard{k}"),
                     "--workers", str(a.workers)]
             if k == 0:
                 if a.validpref:
@@ -90,9 +88,6 @@ def main(argv=None):
             run_preprocess(argv)
     finally:
         shutil.rmtree(split_dir, ignore_errors=True)
-    if os.path.exists(final):
-        shutil.rmtree(final)
-    os.replace(tmp, final)
     return 0
 
 

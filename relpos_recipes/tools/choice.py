@@ -7,6 +7,8 @@ from pathlib import Path
 
 from relpos_analysis import fairseq_log
 
+from ..engine import StepError, manifest
+
 
 def choose_lr(a) -> None:
     """The learning rate whose training reached the lowest dev loss, among those that
@@ -30,12 +32,12 @@ def _grid_point(folder: Path) -> dict:
     losses = fairseq_log.dev_losses(text)
     failure = None
     try:
-        record = json.loads((folder / ".steps" / "train.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
-    if record.get("status") == "failed":
-        failure = record.get("error", "failed")
-    elif record.get("status") != "done" or not (folder / "checkpoint_best.pt").exists():
+        record = manifest.at(folder, "train")
+    except StepError as damaged:
+        return {"dev_loss": None, "updates": None, "failure": str(damaged)}
+    if record is not None and record.status == "failed":
+        failure = record.error or "failed"
+    elif record is None or record.status != "done" or not (folder / "checkpoint_best.pt").exists():
         failure = "did not finish"
     elif not losses:
         failure = "no dev evaluation in its train.log"

@@ -15,8 +15,8 @@ so that later line-based tools cannot split a segment in two.  They look for the
 --search directories first (plain text files, or the archives exactly as distributed), then
 in RAW (earlier downloads); only then, unless --offline, they download the official archive
 into RAW.  Downloads go to NAME.part and are renamed when complete (the WMT19 dev.tgz and
-test.tgz only with the md5 sum that sacrebleu records for them); outputs are written to
-temporary names and renamed last, so a failed run never leaves a file that looks complete.
+test.tgz only with the md5 sum that sacrebleu records for them); a failed run removes the
+outputs it wrote (a step hands the tool temporary names and renames them when it succeeded).
 A corpus that cannot be found exits with status 2 and a message naming the files wanted and
 where to get them; a damaged archive, a failed download or a WMT test set whose size is not
 the official one (newstest2014 De-En: 3,003 segments) exits with status 1 and a message
@@ -184,14 +184,14 @@ def iter_lines(fh):
 
 
 # --------------------------------------------------------------------------------------
-# Output: two files written under temporary names, renamed together at the end.
+# Output: two files, PREFIX.SRC and PREFIX.TGT (a step hands the tool temporary names and
+# renames them when it succeeded); a failed run removes what it wrote.
 # --------------------------------------------------------------------------------------
 class PairWriter:
     def __init__(self, prefix, src, tgt):
-        self.final = [f"{prefix}.{src}", f"{prefix}.{tgt}"]
-        self.tmp = [f"{p}.tmp.{os.getpid()}" for p in self.final]
+        self.paths = [f"{prefix}.{src}", f"{prefix}.{tgt}"]
         os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-        self.fh = [open(p, "w", encoding="utf-8") for p in self.tmp]
+        self.fh = [open(p, "w", encoding="utf-8") for p in self.paths]
         self.n = 0
 
     def write(self, s, t):
@@ -202,16 +202,14 @@ class PairWriter:
     def commit(self):
         for f in self.fh:
             f.close()
-        for tmp, final in zip(self.tmp, self.final):
-            os.replace(tmp, final)
         return self.n
 
     def abort(self):
         for f in self.fh:
             f.close()
-        for tmp in self.tmp:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        for path in self.paths:
+            if os.path.exists(path):
+                os.remove(path)
 
 
 _END = object()

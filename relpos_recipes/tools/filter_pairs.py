@@ -13,7 +13,6 @@ and renamed when complete.
 """
 import argparse
 import json
-import os
 import sys
 
 
@@ -49,30 +48,22 @@ def main(argv=None):
     ap.add_argument("--report", help="also write the summary here (and NAME.json)")
     a = ap.parse_args(argv)
 
-    tmp = [f"{a.out_src}.tmp.{os.getpid()}", f"{a.out_tgt}.tmp.{os.getpid()}"]
     total = kept = 0
-    try:
-        with open(a.src, encoding="utf-8", newline="\n") as fs, \
-                open(a.tgt, encoding="utf-8", newline="\n") as ft, \
-                open(tmp[0], "w", encoding="utf-8") as os_, \
-                open(tmp[1], "w", encoding="utf-8") as ot:
-            for s in fs:
-                t = ft.readline()
-                if not t:
-                    raise SystemExit(f"error: {a.tgt} has fewer lines than {a.src}")
-                total += 1
-                if keep_pair(length(s, a.src_unit), length(t, a.tgt_unit), a):
-                    os_.write(s if s.endswith("\n") else s + "\n")
-                    ot.write(t if t.endswith("\n") else t + "\n")
-                    kept += 1
-            if ft.readline():
-                raise SystemExit(f"error: {a.tgt} has more lines than {a.src}")
-        os.replace(tmp[0], a.out_src)
-        os.replace(tmp[1], a.out_tgt)
-    finally:
-        for p in tmp:
-            if os.path.exists(p):
-                os.remove(p)
+    with open(a.src, encoding="utf-8", newline="\n") as fs, \
+            open(a.tgt, encoding="utf-8", newline="\n") as ft, \
+            open(a.out_src, "w", encoding="utf-8") as os_, \
+            open(a.out_tgt, "w", encoding="utf-8") as ot:
+        for s in fs:
+            t = ft.readline()
+            if not t:
+                raise SystemExit(f"error: {a.tgt} has fewer lines than {a.src}")
+            total += 1
+            if keep_pair(length(s, a.src_unit), length(t, a.tgt_unit), a):
+                os_.write(s if s.endswith("\n") else s + "\n")
+                ot.write(t if t.endswith("\n") else t + "\n")
+                kept += 1
+        if ft.readline():
+            raise SystemExit(f"error: {a.tgt} has more lines than {a.src}")
 
     removed = total - kept
     share = 100.0 * removed / total if total else 0.0
@@ -82,16 +73,14 @@ def main(argv=None):
             f"removed {removed} ({share:.2f}%) [{rules}]")
     print(line)
     if a.report:
-        with open(a.report + ".tmp", "w", encoding="utf-8") as f:
+        with open(a.report, "w", encoding="utf-8") as f:
             f.write(line + "\n")
-        os.replace(a.report + ".tmp", a.report)
         stats = {"label": a.label, "total": total, "kept": kept, "removed": removed,
                  "removed_percent": round(share, 4), "max_len": a.max_len,
                  "min_len": a.min_len, "max_ratio": a.max_ratio}
         base = a.report[:-4] if a.report.endswith(".txt") else a.report
-        with open(base + ".json.tmp", "w", encoding="utf-8") as f:
+        with open(base + ".json", "w", encoding="utf-8") as f:
             json.dump(stats, f, indent=1)
-        os.replace(base + ".json.tmp", base + ".json")
     return 0
 
 

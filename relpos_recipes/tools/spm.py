@@ -6,8 +6,9 @@
     spm.py encode --model M.model --input IN --output OUT [--threads N]   (pieces)
     spm.py decode --model M.model --input IN --output OUT                 (pieces -> text)
 
-Outputs are written under temporary names and renamed when complete (for train: PREFIX.model
-and PREFIX.vocab).  Line counts are preserved: an empty line stays an empty line.
+Outputs are written where they are named (for train: PREFIX.model and PREFIX.vocab): a step
+hands the tool temporary names and renames them when it succeeded.  Line counts are
+preserved: an empty line stays an empty line.
 """
 import argparse
 import os
@@ -20,13 +21,12 @@ CHUNK = 100_000
 
 
 def train(a):
-    tmp_prefix = f"{a.model_prefix}.tmp.{os.getpid()}"
     vocab_size = a.vocab_size
     while True:
         try:
             spm.SentencePieceTrainer.train(
                 input=",".join(a.input),
-                model_prefix=tmp_prefix,
+                model_prefix=a.model_prefix,
                 vocab_size=vocab_size,
                 model_type=a.model_type,
                 character_coverage=a.character_coverage,
@@ -45,8 +45,6 @@ def train(a):
             vocab_size = int(m.group(2)) + 100
             print(f"spm.py: {a.vocab_size} pieces cannot cover the {m.group(2)} required "
                   f"characters of {a.input[0]}; using {vocab_size}", file=sys.stderr)
-    for ext in ("vocab", "model"):  # .model last: it is what marks the step complete
-        os.replace(f"{tmp_prefix}.{ext}", f"{a.model_prefix}.{ext}")
 
 
 def _chunks(path):
@@ -63,21 +61,17 @@ def _chunks(path):
 
 def encode(a):
     sp = spm.SentencePieceProcessor(model_file=a.model)
-    tmp = f"{a.output}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as out:
+    with open(a.output, "w", encoding="utf-8") as out:
         for lines in _chunks(a.input):
             pieces = sp.encode(lines, out_type=str, num_threads=a.threads)
             out.writelines(" ".join(p) + "\n" for p in pieces)
-    os.replace(tmp, a.output)
 
 
 def decode_file(model: str, source: str, output: str) -> None:
     sp = spm.SentencePieceProcessor(model_file=model)
-    tmp = f"{output}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as out:
+    with open(output, "w", encoding="utf-8") as out:
         for lines in _chunks(source):
             out.writelines(sp.decode(line.split()) + "\n" for line in lines)
-    os.replace(tmp, output)
 
 
 def decode(a):

@@ -20,8 +20,18 @@ if [[ -z "${VIRTUAL_ENV:-}" ]]; then
 fi
 
 relpos_install_stamp="$VIRTUAL_ENV/.fairseq-relpos-installed"
-# what was installed, and how: a change to either sets the environment up again
-relpos_wanted_stamp="$REPO_ROOT $(cat "$REPO_ROOT/setup.py" "$REPO_ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | cksum)"
+# which checkout the environment serves (first line), and how it was set up: a change to the
+# latter sets it up again; another checkout that still exists is never taken over (pip would
+# point the editable install at this one while that one runs)
+relpos_wanted_stamp="$REPO_ROOT"$'\n'"$(cat "$REPO_ROOT/setup.py" "$REPO_ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | cksum)"
+relpos_served="$(head -n 1 "$relpos_install_stamp" 2>/dev/null || true)"
+if [[ -n "$relpos_served" && "$relpos_served" != "$REPO_ROOT" && -d "$relpos_served" ]]; then
+  relpos_log "error: the environment $VIRTUAL_ENV serves the checkout $relpos_served (fairseq-relpos is"
+  relpos_log "installed from there in editable mode), not this one ($REPO_ROOT). Deactivate it (this"
+  relpos_log "checkout then gets its own .venv), or give this checkout an environment of its own:"
+  relpos_log "python3 -m venv DIR && source DIR/bin/activate"
+  exit 1
+fi
 # finding the packages, not importing them: importing torch and fairseq costs about 3 s,
 # on every script's start
 if [[ "$(cat "$relpos_install_stamp" 2>/dev/null)" != "$relpos_wanted_stamp" ]] ||
@@ -44,4 +54,4 @@ sys.exit(not all(map(u.find_spec, ('fairseq_relpos_compat', 'fairseq', 'torch'))
     "$REPO_ROOT/fairseq_relpos" "$REPO_ROOT/relpos_recipes" "$REPO_ROOT/relpos_analysis" "$REPO_ROOT/fairseq_relpos_compat.py" || true
   echo "$relpos_wanted_stamp" > "$relpos_install_stamp"
 fi
-unset relpos_install_stamp relpos_wanted_stamp
+unset relpos_install_stamp relpos_wanted_stamp relpos_served

@@ -1,0 +1,216 @@
+"""The one runner on a real SLURM cluster (scripts/local-slurm.sh, as in tests/test_slurm.py):
+the leaderboard's re-plan points as job boundaries, whole-graph planning at submission, and
+what SLURM does wrong or refuses: a job waiting on a failed one, a submission sbatch refuses
+half-way, GPUs the partition does not have, a training that keeps reaching its time limit."""
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import local_slurm
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "scripts"
+# two schemes, two rates: after 100 updates 1e-2 reaches a lower dev loss than 1e-3, so a
+# scheme's choice is not the grid's first rate; two seeds
+BOARD = ["--quick", "--systems", "transformer_abs,transformer_rel", "--lr-grid", "1e-3,1e-2", "--seeds", "2",
+         "--train-limit", "20", "--updates", "100", "--validate-every", "25", "--patience", "2"]
+ON_SLURM = ["--launcher", "slurm", "--slurm-gpus-per-job", "0"]
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    conf, why_not = local_slurm()
+    if conf is None:
+        pytest.skip(why_not)
+    return conf
+
+
+def run(command, env=None, check=True):
+    full = {**os.environ, **(env or {})}
+    if os.environ.get("VIRTUAL_ENV"):
+        full["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
+    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=full, cwd=REPO)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{command} failed ({proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def submitted_ids(out: Path) -> list:
+    record = out / "slurm" / "jobs.json"
+    return list(json.loads(record.read_text()).values()) if record.exists() else []
+
+
+def cancel_all(out: Path, slurm: str) -> None:
+    ids = submitted_ids(out)
+    if ids:
+        subprocess.run(["scancel", *ids], capture_output=True, env={**os.environ, "SLURM_CONF": slurm})
+
+
+@pytest.fixture(scope="module")
+def boards(slurm, tmp_path_factory, request):
+    """The same two-scheme leaderboard run here and on SLURM (--wait)."""
+    root = tmp_path_factory.mktemp("boards")
+    env = {"SLURM_CONF": slurm}
+    local = run(["bash", SCRIPTS / "leaderboard.sh", *BOARD, "--threads", "2", "--out-dir", root / "local"], env)
+    request.addfinalizer(lambda: cancel_all(root / "cluster", slurm))
+    cluster = run(["bash", SCRIPTS / "leaderboard.sh", *BOARD, "--out-dir", root / "cluster", *ON_SLURM, "--wait"],
+                  env)
+    return {"root": root, "local": local, "cluster": cluster, "env": env}
+
+
+def test_the_leaderboard_on_slurm_trains_each_schemes_seeds_at_its_chosen_rate(boards):
+    root = boards["root"]
+    tuning = json.loads((root / "cluster" / "leaderboard" / "tuning.json").read_text())["schemes"]
+    chosen = {arch: tuning[arch]["chosen"] for arch in ("transformer_abs", "transformer_rel")}
+    assert "1e-2" in chosen.values()  # the grid's second rate: no placeholder could pass for it
+    models = root / "cluster" / "leaderboard" / "models"
+    for arch, lr in chosen.items():
+        assert (models / f"{arch}-lr{lr}-seed2" / "checkpoint_best.pt").exists()
+        others = [p.name for p in models.glob(f"{arch}-lr*-seed2")]
+        assert others == [f"{arch}-lr{lr}-seed2"], others
+        log = (models / f"{arch}-lr{lr}-seed2" / "train.log").read_text()
+        assert f"'lr': [{float(lr)}]" in log
+    # the scheme's job waited for every rate of its grid, and the boards for every scheme
+    submitted = boards["cluster"].stdout
+    for arch in chosen:
+        line = next(l for l in submitted.splitlines() if re.match(rf"\[submitted \d+\] {arch} ", l))
+        grid_ids = [re.search(rf"\[submitted (\d+)\] {arch}-lr{lr}\b", submitted).group(1) for lr in ("1e-3", "1e-2")]
+        assert all(job in line for job in grid_ids), line
+    assert "FAILED" not in boards["cluster"].stderr
+
+
+def test_the_board_from_slurm_equals_the_board_made_here(boards):
+    root = boards["root"]
+    for test_set in ("test", "concat_seq"):
+        local = json.loads((root / "local" / "leaderboard" / test_set / "board.json").read_text())
+        cluster = json.loads((root / "cluster" / "leaderboard" / test_set / "board.json").read_text())
+        assert local["records"] == cluster["records"]
+    for name in ("tuning.json",):
+        assert (root / "local" / "leaderboard" / name).read_text() == (root / "cluster" / "leaderboard" / name).read_text()
+
+
+def test_a_resubmission_plans_the_whole_graph(boards):
+    """Nothing changed: nothing is submitted.  The data changed (another --seed of the corpus
+    would change everything; here the dev pairs' limit stays and the corpus grows): every
+    training, translation, choice and board downstream of the data is submitted again, not
+    taken as done on the old data."""
+    out = boards["root"] / "cluster"
+    again = run(["bash", SCRIPTS / "leaderboard.sh", *BOARD, "--out-dir", out, *ON_SLURM], boards["env"])
+    assert "[submitted" not in again.stdout and "[submit]" not in again.stdout
+    assert again.stdout.count("[done]") == 8  # prepare, 4 grid points, 2 schemes, boards
+    changed = [*BOARD[:BOARD.index("--train-limit")], "--train-limit", "21", *BOARD[BOARD.index("--train-limit") + 2:]]
+    planned = run(["bash", SCRIPTS / "leaderboard.sh", *changed, "--out-dir", out, *ON_SLURM, "--dry-run"],
+                  boards["env"]).stdout
+    submit = re.findall(r"^\[submit\] (\S+)", planned, re.M)
+    assert set(submit) == {"prepare", "boards", "transformer_abs", "transformer_rel",
+                           *(f"{a}-lr{lr}" for a in ("transformer_abs", "transformer_rel") for lr in ("1e-3", "1e-2"))}
+    assert "[done]" not in planned
+
+
+def test_gpus_the_partition_does_not_have_are_refused_before_anything_is_submitted(slurm, tmp_path):
+    proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--out-dir", tmp_path / "out", "--launcher", "slurm"],
+               {"SLURM_CONF": slurm}, check=False)
+    assert proc.returncode == 1
+    assert "--slurm-gpus-per-job 1: no node of the default partition has GPUs" in proc.stderr
+    assert not (tmp_path / "out" / "slurm" / "jobs.json").exists() and "[submitted" not in proc.stdout
+
+
+def test_a_submission_sbatch_refuses_half_way_cancels_what_it_submitted(slurm, tmp_path):
+    """sbatch refuses the third job (a cluster's submit limit, say): the two it queued are
+    cancelled, and nothing says they are queued."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = subprocess.run(["which", "sbatch"], capture_output=True, text=True).stdout.strip()
+    (shim / "sbatch").write_text(f"#!/bin/bash\ncount=$(cat {tmp_path}/calls 2>/dev/null || echo 0)\n"
+                                 f"echo $((count + 1)) > {tmp_path}/calls\n"
+                                 "if [ \"$count\" -ge 2 ]; then echo 'sbatch: error: Batch job submission failed: "
+                                 "Job violates accounting/QOS policy (job submit limit)' >&2; exit 1; fi\n"
+                                 f"exec {real} \"$@\"\n")
+    (shim / "sbatch").chmod(0o755)
+    env = {"SLURM_CONF": slurm, "PATH": f"{shim}:{os.environ['PATH']}"}
+    proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--out-dir", tmp_path / "out", *ON_SLURM], env, check=False)
+    assert proc.returncode == 1
+    ids = re.findall(r"\[submitted (\d+)\]", proc.stdout)
+    assert len(ids) == 2
+    assert re.search(r"sbatch refused .*job submit limit.*; the 2 job\(s\) this submission had queued were "
+                     rf"cancelled \({ids[0]}, {ids[1]}\)", proc.stderr)
+    assert not (tmp_path / "out" / "slurm" / "jobs.json").exists()
+    for job_id in ids:
+        state = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True,
+                               env={**os.environ, "SLURM_CONF": slurm}).stdout
+        assert "JobState=CANCELLED" in state
+
+
+def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
+    """A job pending for ever (its dependency failed, and it was submitted without
+    --kill-on-invalid-dep) is no job queued: a re-run cancels it and submits the job anew."""
+    env = {**os.environ, "SLURM_CONF": slurm}
+    failed = subprocess.run(["sbatch", "--parsable", "--wrap", "exit 1", "-o", "/dev/null"], capture_output=True,
+                            text=True, env=env, check=True).stdout.strip()
+    for _ in range(120):
+        state = subprocess.run(["squeue", "-h", "-j", failed, "-o", "%T"], capture_output=True, text=True, env=env).stdout
+        if not state.strip():
+            break
+        time.sleep(0.5)
+    stuck = subprocess.run(["sbatch", "--parsable", f"--dependency=afterok:{failed}", "--kill-on-invalid-dep=no",
+                            "--wrap", "true", "-o", "/dev/null"], capture_output=True, text=True, env=env,
+                           check=True).stdout.strip()
+    for _ in range(60):
+        reason = subprocess.run(["squeue", "-h", "-j", stuck, "-o", "%r"], capture_output=True, text=True,
+                                env=env).stdout.strip()
+        if reason == "DependencyNeverSatisfied":
+            break
+        time.sleep(0.5)
+    out = tmp_path / "out"
+    (out / "slurm").mkdir(parents=True)
+    (out / "slurm" / "jobs.json").write_text(json.dumps({"prepare": stuck}))
+    try:
+        proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs", "--out-dir", out, *ON_SLURM],
+                   {"SLURM_CONF": slurm})
+    finally:
+        cancel_all(out, slurm)
+    assert f"[cancelled {stuck}: a job it waits for failed] prepare" in proc.stdout
+    new = json.loads((out / "slurm" / "jobs.json").read_text())["prepare"]
+    assert new != stuck and f"[submitted {new}] prepare" in proc.stdout
+    assert "--kill-on-invalid-dep=yes" in (out / "slurm" / "transformer_abs.sbatch").read_text()
+
+
+def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_often(slurm, tmp_path):
+    """--slurm-time 1 (a minute) and a training far longer: the job requeues itself before its
+    limit, its training resuming from its checkpoint, once (--slurm-max-requeues 1); at the
+    limit again it fails, saying why, its manifest counting the requeues."""
+    env = {**os.environ, "SLURM_CONF": slurm}
+    out = tmp_path / "out"
+    # short sentences, and far more updates than a minute takes
+    demo = ["--systems", "transformer_abs", "--train-limit", "16", "--updates", "100000", "--out-dir", out, *ON_SLURM]
+    refused = run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-time", "2:00"], env, check=False)
+    assert refused.returncode == 1 and "--slurm-time 2:00 (120 s) is not longer than the 180 s" in refused.stderr
+    try:
+        run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-time", "1", "--slurm-requeue-margin", "40",
+             "--slurm-max-requeues", "1"], env)
+        job = json.loads((out / "slurm" / "jobs.json").read_text())["transformer_abs"]
+        manifest = out / "transformer_abs" / ".steps" / "train.json"
+        deadline = time.time() + 420
+        while True:
+            state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True,
+                                   env=env).stdout.split()
+            if not state:
+                break
+            if state[0] == "PENDING" and state[-1] == "BeginTime":  # SLURM holds a requeued job back a while
+                subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env)
+            assert time.time() < deadline, "the training job never ended"
+            time.sleep(1)
+    finally:
+        cancel_all(out, slurm)
+    record = json.loads(manifest.read_text())
+    assert record["status"] == "failed" and record["requeues"] == 2
+    assert "reached its SLURM time limit 2 times; requeued 1 times (--slurm-max-requeues 1)" in record["error"]
+    log = (out / "transformer_abs" / "train.log").read_text()
+    assert log.count("fairseq_cli.train | {'_name'") == 2  # started twice: once, and once requeued
