@@ -52,15 +52,13 @@ def test_quick_demo_runs_to_its_reports(quick_demo):
 
 def test_quick_leaderboard_chooses_each_learning_rate_and_keeps_a_failed_system_on_the_board(quick_demo):
     """The protocol on the demo's data: two learning rates per scheme, the one with the lower
-    dev loss chosen; a scheme whose every training fails (a truncated checkpoint in each of
-    its folders) stays on the board with its error."""
+    dev loss chosen; a scheme whose every training fails (its log cannot be written: a
+    folder is in its way) stays on the board with its error."""
     quick_demo, _, demo_result = quick_demo
     assert demo_result.returncode == 0, "the quick demo failed (see the test above)"
     models = quick_demo / "leaderboard" / "models"
     for lr in ("3e-3", "1e-2"):
-        broken = models / f"transformer_alibi-lr{lr}"
-        (broken / ".steps").mkdir(parents=True)  # a folder of the leaderboard's
-        (broken / "checkpoint_last.pt").write_bytes(b"PK\x03\x04 cut short")
+        (models / f"transformer_alibi-lr{lr}" / "train.log").mkdir(parents=True)
     board = ["bash", str(REPO_ROOT / "scripts/leaderboard.sh"), "--quick", "--updates", "60",
              "--systems", "transformer_abs,transformer_rel,transformer_alibi", "--seeds", "1",
              "--lr-grid", "3e-3,1e-2", "--out-dir", str(quick_demo)]
@@ -79,7 +77,7 @@ def test_quick_leaderboard_chooses_each_learning_rate_and_keeps_a_failed_system_
         ranked = sorted({(r["rank"], r["system"]) for r in records if r["rank"]})
         assert {s for _, s in ranked} == {"transformer_abs", "transformer_rel"}
         failed = [r for r in records if r["system"] == "transformer_alibi"]
-        assert failed and "checkpoint_last.pt is truncated" in failed[0]["failure"]
+        assert failed and "cannot write" in failed[0]["failure"] and "train.log" in failed[0]["failure"]
         assert all(r["parameters"] for r in records if r["rank"])
         for name in ("board.md", "board.csv", "board.tex", "bleu.png", "length_ratio.png"):
             assert (folder / name).stat().st_size > 0
@@ -91,7 +89,8 @@ def test_quick_leaderboard_chooses_each_learning_rate_and_keeps_a_failed_system_
 def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(quick_demo, tmp_path):
     """A copied (or moved) --out-dir is the same run: nothing is redone.  Changing an option
     redoes what it changes, replacing only the files those steps made: notes a user put in a
-    model folder or a report folder stay."""
+    model folder, a report folder or a data folder a step writes as a whole, and a checkpoint
+    of the user's beside the model's, stay."""
     out, demo, result = quick_demo
     assert result.returncode == 0, "the quick demo failed (see the test above)"
     copy = tmp_path / "copied demo"
@@ -99,14 +98,20 @@ def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(qui
     command = [*demo[:demo.index("--out-dir")], "--out-dir", str(copy)]
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "start " not in again.stderr, again.stderr[-3000:]
-    notes = [copy / "transformer_abs" / "NOTES.txt", copy / "report" / "test" / "NOTES.txt"]
+    notes = [copy / "transformer_abs" / "NOTES.txt", copy / "report" / "test" / "NOTES.txt",
+             copy / "data" / "data-bin" / "len50" / "NOTES.txt", copy / "data" / "dict" / "NOTES.txt",
+             copy / "data" / "testsets" / "test" / "bin" / "NOTES.txt"]
     for note in notes:
         note.write_text("mine\n")
     before = (copy / "transformer_abs" / "checkpoint_best.pt").read_bytes()
+    (copy / "transformer_abs" / "checkpoint_mine.pt").write_bytes(b"a user's checkpoint")
+    notes.append(copy / "transformer_abs" / "checkpoint_mine.pt")
+    contents = {note: note.read_bytes() for note in notes}
+    # another seed: other data, so every step is redone, in folders that hold the user's files
     changed = [*command[:command.index("--updates") + 1], "61", *command[command.index("--updates") + 2:],
-               "--systems", "transformer_abs,transformer_rel"]
+               "--systems", "transformer_abs,transformer_rel", "--seed", "2"]
     redone = subprocess.run(changed, capture_output=True, text=True, timeout=600)
     assert redone.returncode == 0, redone.stderr[-3000:]
     assert "start train transformer_abs (done before with another command)" in redone.stderr
     assert (copy / "transformer_abs" / "checkpoint_best.pt").read_bytes() != before
-    assert all(note.read_text() == "mine\n" for note in notes)
+    assert all(note.read_bytes() == contents[note] for note in notes)

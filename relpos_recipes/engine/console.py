@@ -1,10 +1,14 @@
 """What a run shows: the engine's own lines and its steps' output.
 
 ``Console`` streams every output line of a step, prefixed with its label (what train.sh and
-the table recipes show).  ``ProgressConsole`` shows one progress line per running system
-instead (updates, loss, dev loss, time left), redrawn in place on a terminal and printed
-every half minute otherwise; the full output is in each step's log, and a failing step's
-last lines are printed (the demo, the leaderboard and the Tatoeba recipe).
+the table recipes show), and a line when each step starts, is skipped or ends.
+``ProgressConsole`` (the demo, the leaderboard, the Tatoeba recipe) shows instead how each
+phase goes (the data, the systems, the reports) and how long it took, and one progress line
+per running training or translation (updates, loss, dev loss, time left).  On a terminal the
+data phase is one live line (steps done of all, the one running) and each running system a
+line updated in place (tqdm); on a log or a pipe, a line per step and a progress line every
+half minute.  Either way a failing step prints its last lines and where its log is; a step's
+whole output is in its log.
 """
 import sys
 import threading
@@ -13,6 +17,9 @@ from typing import Dict, Optional
 
 from relpos_analysis import fairseq_log
 
+PHASES = {"prepare": "preparing the data and the test sets", "system": "training and translating",
+          "report": "the reports"}
+
 
 class Console:
     """Where the engine reports: its own lines (timestamped, on stderr) and each step's
@@ -20,7 +27,7 @@ class Console:
 
     def __init__(self, stream_steps: bool = True):
         self.stream_steps = stream_steps
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def log(self, message: str) -> None:
         with self._lock:
@@ -34,6 +41,9 @@ class Console:
     def plan_started(self, planned) -> None:
         pass
 
+    def replanned(self, job, steps) -> None:
+        self.log(f"planned {job.later.title}: {len(steps)} step(s)")
+
     def step_skipped(self, step, why: str) -> None:
         self.log(f"skip  {step.description} ({why})")
 
@@ -43,26 +53,21 @@ class Console:
     def step_done(self, step, seconds: float) -> None:
         self.log(f"done  {step.description} ({seconds:.0f} s)")
 
-    def replanned(self, job, steps) -> None:
-        self.log(f"planned {job.later.title}: {len(steps)} step(s)")
-
     def step_failed(self, step, error: str) -> None:
         self.log(f"FAILED {step.description}: {error.splitlines()[0]}")
         try:
             tail = step.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
         except OSError:
             tail = []
-        if tail:
-            with self._lock:
-                for line in tail:
-                    print(f"  {line}", file=sys.stderr)
-                print(f"  (the whole log: {step.log_path})", file=sys.stderr, flush=True)
-
-
-
+        with self._lock:
+            for line in tail:
+                print(f"  {line}", file=sys.stderr)
+            print(f"  (the whole log: {step.log_path})", file=sys.stderr, flush=True)
 
 
 class _Progress:
+    """What a training's or translation's output says so far."""
+
     def __init__(self, step):
         self.step = step
         self.started = time.monotonic()
@@ -115,7 +120,8 @@ def _clock(seconds: float) -> str:
 
 
 class ProgressConsole(Console):
-    """One progress line per running step with a label, instead of its output."""
+    """Phases and their times, one progress line per running system instead of its output;
+    live on a terminal (see the module docstring)."""
 
     def __init__(self, stream=None, interval: float = 30.0):
         super().__init__(stream_steps=False)
@@ -123,33 +129,106 @@ class ProgressConsole(Console):
         self.live = self.stream.isatty()
         self.interval = interval
         self.running: Dict[object, _Progress] = {}
-        self._drawn = 0  # lines of the live block on the terminal
+        self.kind: Dict[object, str] = {}  # step -> its job's kind, a phase
+        self.pending: Dict[str, int] = {}  # phase -> steps not finished
+        self.began: Dict[str, float] = {}  # phase -> when its first step started
+        self.bars: Dict[object, object] = {}  # step (or "data") -> its tqdm line, on a terminal
 
+    # --- phases -----------------------------------------------------------------------
+    def plan_started(self, planned) -> None:
+        for job in planned.graph.jobs:
+            for step in planned.steps_of(job):
+                self.kind[step] = job.kind
+                if not planned.states[step].done:
+                    self.pending[job.kind] = self.pending.get(job.kind, 0) + 1
+        if self.live:
+            done = sum(state.done for state in planned.states.values())
+            self.log(f"{done} step(s) done before, {len(planned.states) - done} to run"
+                     + (f", {len(planned.unbuilt)} part(s) planned as they become known" if planned.unbuilt else ""))
+            if self.pending.get("prepare"):
+                from tqdm import tqdm
+
+                total = sum(1 for kind in self.kind.values() if kind == "prepare")
+                self.bars["data"] = tqdm(total=total, initial=total - self.pending["prepare"], desc="data",
+                                         file=self.stream, bar_format="{desc}: {n_fmt}/{total_fmt} steps [{elapsed}] "
+                                                                      "{postfix}")
+
+    def replanned(self, job, steps) -> None:
+        for step in steps:
+            self.kind[step] = job.kind
+        self.pending[job.kind] = self.pending.get(job.kind, 0) + len(steps)
+        if not self.live:
+            super().replanned(job, steps)
+
+    def _finished(self, step) -> None:
+        kind = self.kind.get(step)
+        if kind not in self.pending:
+            return
+        self.pending[kind] -= 1
+        if self.pending[kind] == 0 and kind in self.began:
+            if kind == "prepare" and "data" in self.bars:
+                self.bars.pop("data").close()
+            self.log(f"{PHASES.get(kind, kind)} took {time.monotonic() - self.began.pop(kind):.0f} s")
+
+    # --- steps ------------------------------------------------------------------------
     def log(self, message: str) -> None:
+        text = f"[{time.strftime('%H:%M:%S')}] {message}"
         with self._lock:
-            self._clear()
-            print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-            self._draw()
+            if self.live:
+                from tqdm import tqdm
+
+                tqdm.write(text, file=self.stream)
+            else:
+                print(text, file=sys.stderr, flush=True)
+
+    def step_skipped(self, step, why: str) -> None:
+        if not self.live:
+            super().step_skipped(step, why)
+        elif self.kind.get(step) == "prepare" and "data" in self.bars:
+            self.bars["data"].update(1)
+        self._finished(step)
 
     def step_started(self, step, reason: str) -> None:
-        super().step_started(step, reason)
-        if step.display.label and step.display.echo:
+        kind = self.kind.get(step)
+        self.began.setdefault(kind, time.monotonic())
+        tracked = step.display.label and step.display.echo
+        if tracked:
             with self._lock:
                 self.running[step] = _Progress(step)
+        if not self.live:
+            super().step_started(step, reason)
+        elif kind == "prepare" and "data" in self.bars:
+            self.bars["data"].set_postfix_str(step.description)
+        elif tracked:
+            self._bar(step)
+        else:
+            super().step_started(step, reason)
 
     def step_done(self, step, seconds: float) -> None:
-        self._ended(step)
-        super().step_done(step, seconds)
+        progress = self._ended(step)
+        if not self.live:
+            super().step_done(step, seconds)
+        elif self.kind.get(step) == "prepare":
+            if "data" in self.bars:
+                self.bars["data"].update(1)
+        else:
+            self.log(progress.text() if progress else f"done  {step.description} ({seconds:.0f} s)")
+        self._finished(step)
 
     def step_failed(self, step, error: str) -> None:
         self._ended(step)
         super().step_failed(step, error)
+        self._finished(step)
 
-    def _ended(self, step) -> None:
+    def _ended(self, step) -> Optional[_Progress]:
         with self._lock:
             progress = self.running.pop(step, None)
+            bar = self.bars.pop(step, None)
+            if bar is not None:
+                bar.close()
             if progress is not None and not self.live:
                 print(progress.text(), file=self.stream, flush=True)
+        return progress
 
     def step_line(self, step, line: str) -> None:
         progress = self.running.get(step)
@@ -159,22 +238,18 @@ class ProgressConsole(Console):
             evaluated = progress.read(line)
             now = time.monotonic()
             if self.live:
-                if now - progress.printed > 0.5 or evaluated:
+                bar = self.bars.get(step)
+                if bar is not None and (now - progress.printed > 0.5 or evaluated):
                     progress.printed = now
-                    self._clear()
-                    self._draw()
+                    bar.set_description_str(progress.text(), refresh=True)
             elif evaluated or now - progress.printed > self.interval:
                 progress.printed = now
                 print(progress.text(), file=self.stream, flush=True)
 
-    def _clear(self) -> None:
-        if self.live and self._drawn:
-            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
-            self._drawn = 0
+    # --- the terminal's live lines ----------------------------------------------------
+    def _bar(self, step):
+        from tqdm import tqdm
 
-    def _draw(self) -> None:
-        if self.live and self.running:
-            lines = [progress.text() for progress in self.running.values()]
-            self.stream.write("\n".join(lines) + "\n")
-            self.stream.flush()
-            self._drawn = len(lines)
+        with self._lock:
+            self.bars[step] = tqdm(total=None, desc=self.running[step].text(), file=self.stream, leave=False,
+                                   bar_format="{desc}")

@@ -118,6 +118,7 @@ class LocalRunner:
                 upstream = check_steps(known)
                 scope = producer_scope(known)
                 pending = set(waiting) | set(running)
+                self.console.replanned(job, new)
                 for step in [s for s in known if s in new]:
                     state = step_state(step, [u for u in upstream[step] if u in pending], scope)
                     if state.refusal:
@@ -128,7 +129,6 @@ class LocalRunner:
                     else:
                         waiting.append(step)
                         pending.add(step)
-                self.console.replanned(job, new)
                 grown = True
             return grown
 
