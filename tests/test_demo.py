@@ -59,6 +59,7 @@ def test_quick_leaderboard_chooses_each_learning_rate_and_keeps_a_failed_system_
     models = quick_demo / "leaderboard" / "models"
     for lr in ("3e-3", "1e-2"):
         (models / f"transformer_alibi-lr{lr}" / "train.log").mkdir(parents=True)
+        (models / f"transformer_alibi-lr{lr}" / ".steps").mkdir()  # a folder of the leaderboard's
     board = ["bash", str(REPO_ROOT / "scripts/leaderboard.sh"), "--quick", "--updates", "60",
              "--systems", "transformer_abs,transformer_rel,transformer_alibi", "--seeds", "1",
              "--lr-grid", "3e-3,1e-2", "--out-dir", str(quick_demo)]

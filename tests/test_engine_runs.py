@@ -118,7 +118,8 @@ def test_a_step_whose_process_still_runs_is_not_run_twice(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(StepError, match=rf"train is still running in {tmp_path} \(pid 99 on h\)"):
-            plan(Graph([Job("j", [step])], roots=[]))
+            LocalRunner(console=Console(stream_steps=False)).run(Graph([Job("j", [step])], roots=[]))
+        assert not (tmp_path / "model").exists()
     finally:
         holder.kill()
         holder.wait()

@@ -746,6 +746,19 @@ def test_train_refuses_a_folder_holding_another_model(toy):
     assert proc.returncode != 0 and "--lr 3e-4, now 1e-3" in proc.stderr
 
 
+def interrupted(save, train_command):
+    """SAVE as a run of TRAIN_COMMAND (train.sh's command line) left it when it was killed:
+    its manifest 'running', with that command's identity."""
+    from relpos_recipes.engine import manifest
+    from relpos_recipes.graphs.training import train_options
+
+    argv = [str(a) for a in train_command[train_command.index(str(SCRIPTS / "train.sh")) + 1:]]
+    step = train_options(argv).step(0)
+    record = manifest.of(step) or manifest.Record.start(step, {})
+    record.status, record.identity = "running", step.recorded_identity()
+    manifest.write(step.manifest_path, record)
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy")
 def test_resume_from_an_empty_or_truncated_checkpoint_names_it(toy, tmp_path):
@@ -754,6 +767,10 @@ def test_resume_from_an_empty_or_truncated_checkpoint_names_it(toy, tmp_path):
     (tmp_path / "s").mkdir()
     last = tmp_path / "s" / "checkpoint_last.pt"
     last.write_bytes(b"")
+    proc = run(train, check=False)  # no run of train.sh made it: never resumed from
+    assert proc.returncode != 0 and f"{tmp_path / 's'} holds checkpoint_last.pt that no run of this recipe made" \
+        in proc.stderr
+    interrupted(tmp_path / "s", train)  # a run of it was killed while it saved
     proc = run(train, check=False)
     assert proc.returncode != 0 and f"{last} is empty" in proc.stderr
     last.write_bytes(toy["ckpt"].read_bytes()[:4000])
@@ -762,6 +779,25 @@ def test_resume_from_an_empty_or_truncated_checkpoint_names_it(toy, tmp_path):
     proc = run(["bash", SCRIPTS / "translate.sh", "--checkpoint", last, "--testset",
                 toy["test"], "--out-dir", tmp_path / "o"], check=False)
     assert proc.returncode != 0 and f"{last} is truncated" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_a_checkpoint_of_another_architecture_is_never_taken_for_a_finished_training(toy, tmp_path):
+    """A folder whose checkpoint_last.pt is another model (transformer_abs, 12 updates) is
+    refused by a training of transformer_rel for 10 updates, not taken as one that reached
+    --max-update and copied to checkpoint_best.pt."""
+    save = tmp_path / "other"
+    shutil.copytree(toy["save"], save)
+    (save / "checkpoint_best.pt").unlink()
+    train = [str(arg) if arg != toy["save"] else str(save) for arg in toy["train"]]
+    train[train.index("transformer_abs")] = "transformer_rel"
+    train[train.index("--max-update") + 1] = "10"
+    interrupted(save, train)
+    proc = run(train, check=False)
+    assert proc.returncode != 0
+    assert f"{save / 'checkpoint_last.pt'} is a transformer_abs model, not --arch transformer_rel" in proc.stderr
+    assert not (save / "checkpoint_best.pt").exists()
 
 
 @pytest.mark.parametrize("gpus", ["-1", "abc", "1.5"])
@@ -820,9 +856,9 @@ def test_a_training_ended_before_it_was_marked_done_is_not_trained_further(toy, 
     where the uninterrupted training ended (fairseq alone would take one more update)."""
     save = tmp_path / "copy"
     shutil.copytree(toy["save"], save)
-    (save / ".steps" / "train.json").unlink()
+    train = [str(arg) if arg != toy["save"] else str(save) for arg in toy["train"]]
+    interrupted(save, train)
     before = (save / "checkpoint_last.pt").read_bytes()
-    train = [arg if arg != toy["save"] else save for arg in toy["train"]]
     proc = run(train)
     assert "has reached --max-update 12: training had finished" in proc.stdout
     assert (save / "checkpoint_last.pt").read_bytes() == before
@@ -836,16 +872,16 @@ def test_a_training_stopped_by_its_patience_is_not_trained_further(toy, tmp_path
     because an input changed): fairseq would resume and train --patience more evaluations."""
     save = tmp_path / "patient"
     shutil.copytree(toy["save"], save)
-    (save / ".steps" / "train.json").unlink()
     with open(save / "train.log", "a", encoding="utf-8") as log:
         log.write("2026-11-23 17:27:24 | INFO | fairseq_cli.train | {'_name': None, 'common': {}}\n"
                   "2026-11-23 17:29:53 | INFO | fairseq_cli.train | early stop since valid performance "
                   "hasn't improved for last 3 runs\n"
                   "2026-11-23 17:29:53 | INFO | fairseq_cli.train | done training in 142.9 seconds\n")
     before = (save / "checkpoint_last.pt").read_bytes()
-    train = [str(arg) if arg != toy["save"] else save for arg in toy["train"]]
+    train = [str(arg) if arg != toy["save"] else str(save) for arg in toy["train"]]
     train[train.index("--patience") + 1] = "3"
     train[train.index("--max-update") + 1] = "1000"
+    interrupted(save, train)
     proc = run(train)
     assert "stopped early (--patience 3): training had finished" in proc.stdout
     assert (save / "checkpoint_last.pt").read_bytes() == before

@@ -76,6 +76,7 @@ class LocalRunner:
 
     def run(self, graph: Graph, planned: Optional[Plan] = None) -> Outcome:
         planned = planned or plan(graph)
+        planned.check_not_running()
         outcome = Outcome()
         known: List[Step] = list(planned.steps)
         upstream = dict(planned.upstream)

@@ -109,9 +109,6 @@ def step_state(step: Step, upstream_pending: Sequence[Step] = (), scope: Scope =
         refusal = _refusal(step, record)
         if refusal:
             return State(False, refusal=refusal)
-    if record.status == "running" and step_lock_holder(step):
-        return State(False, refusal=f"{step.description} is still running in {step.home} "
-                                    f"({step_lock_holder(step)}); wait for it to end or stop it")
     if record.status == "failed":
         return State(False, f"failed before: {record.error or '?'}" if same_identity
                      else "failed before with another command")
@@ -220,6 +217,16 @@ class Plan:
 
     def pending(self) -> Set[Step]:
         return {step for step in self.steps if not self.states[step].done}
+
+    def check_not_running(self) -> None:
+        """A step that would run here while a process of another run of it still lives (an
+        orphan of a killed run, a nested script) stops the run before any work.  (A step
+        that runs in a queued SLURM job is no reason not to submit.)"""
+        for step in self.steps:
+            holder = None if self.states[step].done else step_lock_holder(step)
+            if holder:
+                raise StepError(f"{step.description} is still running in {step.home} ({holder}); wait for it "
+                                "to end or stop it")
 
     def steps_of(self, job: Job) -> List[Step]:
         return [*job.steps, *self.built.get(job, [])]

@@ -260,6 +260,9 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     archs = args.systems or all_archs()
     if not args.run_job:
         check_archs("--systems", archs)
+        out = absolute_out(args)
+        refuse_unless_ours(out / "data")
+        refuse_unless_ours(out / "leaderboard")
     corpus = tatoeba_corpus(args, smoke) if tatoeba else TOY
     run_ = demo_run(args, archs, corpus)
     grid = args.lr_grid or (["3e-3"] if args.quick else list(corpus.lr_grid))
@@ -267,9 +270,6 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     protocol = Protocol(grid=grid, seeds=[run_.seed + k for k in range(args.seeds)], validate_every=args.validate_every,
                         patience=args.patience, cap=run_.updates)
     board = Leaderboard(run_, protocol)
-    if not args.run_job:
-        refuse_unless_ours(run_.data)
-        refuse_unless_ours(run_.out / "leaderboard")
     launch = Launch.from_args("leaderboard", argv, args, threads=run_.threads, gpus=run_.gpus,
                               console=ProgressConsole())
     began = time.monotonic()
