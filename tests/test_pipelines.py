@@ -754,8 +754,7 @@ def interrupted(save, train_command):
 
     argv = [str(a) for a in train_command[train_command.index(str(SCRIPTS / "train.sh")) + 1:]]
     step = train_options(argv).step(0)
-    record = manifest.of(step) or manifest.Record.start(step, {})
-    record.status, record.identity = "running", step.recorded_identity()
+    record = manifest.Record.start(step, {path: manifest.fingerprint(path) for path in step.inputs})
     manifest.write(step.manifest_path, record)
 
 

@@ -82,7 +82,11 @@ class Leaderboard:
         return self.choice_file(arch).with_suffix(".lr")
 
     def choice(self, arch: str) -> dict:
-        """What the scheme's choice step wrote (read only in a later part, once it ran)."""
+        """What the scheme's choice step wrote (read only in a later part, once it ran; with
+        no rate chosen where the step failed)."""
+        failed = unfinished([self.choice_step(arch)])
+        if failed:
+            return {"grid": {}, "chosen": None, "failure": failed}
         try:
             return json.loads(self.choice_file(arch).read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
@@ -141,6 +145,9 @@ class Leaderboard:
         found = {}
         for arch in self.run.archs:
             choice = self.choice(arch)
+            if choice.get("failure"):
+                found[arch] = f"the choice of its learning rate failed: {choice['failure']}"[:300]
+                continue
             if not choice.get("chosen"):
                 found[arch] = "no learning rate of the grid finished: " + "; ".join(
                     f"{lr}: {point.get('failure')}" for lr, point in choice["grid"].items())

@@ -27,17 +27,23 @@ def choose_lr(a) -> None:
 
 
 def _grid_point(folder: Path) -> dict:
-    log = folder / "train.log"
-    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    losses = fairseq_log.dev_losses(text)
-    failure = None
+    """A grid point's dev loss and updates (its train.log), or why it has none: its training
+    failed (the error its manifest records), did not finish, or never evaluated."""
     try:
         record = manifest.at(folder, "train")
     except StepError as damaged:
         return {"dev_loss": None, "updates": None, "failure": str(damaged)}
     if record is not None and record.status == "failed":
-        failure = record.error or "failed"
-    elif record is None or record.status != "done" or not (folder / "checkpoint_best.pt").exists():
+        return {"dev_loss": None, "updates": None, "failure": record.error or "failed"}
+    try:
+        text = (folder / "train.log").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        text = ""
+    except OSError as err:
+        return {"dev_loss": None, "updates": None, "failure": f"{folder / 'train.log'} cannot be read: {err.strerror}"}
+    losses = fairseq_log.dev_losses(text)
+    failure = None
+    if record is None or record.status != "done" or not (folder / "checkpoint_best.pt").exists():
         failure = "did not finish"
     elif not losses:
         failure = "no dev evaluation in its train.log"
