@@ -7,6 +7,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_relpos import ARCHITECTURES
 from fairseq_relpos.oracle_length import OracleLengthGenerator, reference_lengths, with_oracle_length
+from relpos_analysis.io import fairseq_log_probs
 
 from conftest import TINY_TRAIN_ARGS, build_tiny_model, fairseq, tiny_dictionary
 from test_model_invariants import random_tokens
@@ -118,6 +119,10 @@ def test_fairseq_generate_and_the_hub(reversal_data_bin, tmp_path):
     assert all(len(hypotheses[i].split()) == len(references[i].split()) for i in references)
     assert column(free, "H") == column(stock, "H")
     assert column(free, "H") != hypotheses  # 30 updates: the free lengths are not all right
+    # hyp.scores' numbers (the P- lines' means) are the H- scores at the default --lenpen 1
+    h_scores = [float(line.split("\t")[1]) for line in sorted(
+        (line for line in oracle.splitlines() if line.startswith("H-")), key=lambda line: int(line[2:].split("\t")[0]))]
+    assert fairseq_log_probs(oracle.splitlines(), "generate.log") == pytest.approx(h_scores, abs=1e-4)
 
     from fairseq_relpos import RelPosTransformerModel
 
