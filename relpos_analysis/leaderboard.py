@@ -7,31 +7,35 @@ and the length ratio per bucket as mean ± spread.
         --train-log abs=abs.s1/train.log,abs.s2/train.log --failed huang3="seed 2: diverged" \\
         --tuning tuning.json --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
 
-Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png and
-length_ratio.png, all or nothing, when everything is computed.  A baseline that failed on
+Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png,
+length_ratio.png, failures.png and oracle.png, all or nothing, when everything is computed.  A baseline that failed on
 every seed (named only by --failed) is on the board, which then has no paired tests.  Bad
 input is a one-line ``error: ...`` on stderr and exit status 2, before any scoring.
 """
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from . import board_render, segment_scores
-from .board import build_board, check_training_log, training_info
+from .board import METRICS, build_board, check_training_log, training_info
 from .tuning import check_tuning, read_tuning
 from .buckets import bucket_members, buckets_from_edges, parse_edges
 from .cli import Parser, check_outputs, run_command
-from .evaluate import check_resampling
+from .evaluate import ScoringOptions
+from .failures import SHORT_RATIO
 from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
 from .metrics import TOKENIZERS
+from .report import check_oracles
 from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
     "markdown": "board.md", "json": "board.json", "csv": "board.csv", "latex": "board.tex",
-    "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png",
+    "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png", "failures_plot": "failures.png",
+    "oracle_plot": "oracle.png",
 }
+LENGTH_SIDES = ("source", "reference", "hypothesis", "longer")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ref", required=True, help="reference translations")
     parser.add_argument("--length-file", metavar="F",
                         help="lengths from the whitespace tokens of F (default: the source's)")
+    parser.add_argument("--length-by", choices=LENGTH_SIDES, metavar="SIDE",
+                        help="what a sentence's length is, in whitespace tokens: source (default), "
+                        "reference (--reference-lengths, else --ref), hypothesis (each system's and "
+                        "seed's own translation, --system-lengths, else its text: each then has its "
+                        "own buckets) or longer (of source and reference)")
+    parser.add_argument("--reference-lengths", metavar="F",
+                        help="the reference's length is the whitespace tokens of F (its segmented "
+                        "form, e.g. seg.tgt) instead of --ref's")
+    parser.add_argument("--system-lengths", action="append", default=[], metavar="NAME=F[,F...]",
+                        help="with --length-by hypothesis: a system's segmented translations (hyp.seg), "
+                        "a file per seed in --system's order; every system or none")
     parser.add_argument("--system", action="append", default=[], metavar="NAME=HYP[,HYP...]",
                         help="a system's translations, one file per seed; repeat per system")
     parser.add_argument("--failed", action="append", default=[], metavar="NAME=WHY",
@@ -62,6 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a metric computed elsewhere (e.g. COMET): SYSTEM's score of each "
                         "sentence, one per line, a file per seed in --system's order; repeat "
                         "for every system")
+    parser.add_argument("--system-scores", action="append", default=[], metavar="NAME=F[,F...]",
+                        help="a system's mean log2-probability per token of each translation (the "
+                        "translate tool's hyp.scores, or fairseq-generate's output), a file per seed "
+                        "in --system's order: the failure column log2 p/token; every system or none")
+    parser.add_argument("--oracle-decoding", action="append", default=[], metavar="ORACLE=FREE",
+                        help="system ORACLE is system FREE decoded with each reference's length "
+                        "(fairseq-generate --task relpos_translation --oracle-length), seed k of one "
+                        "decoding seed k of the other: listed unranked, and compared per bucket")
+    parser.add_argument("--short-ratio", type=float, default=SHORT_RATIO, metavar="R",
+                        help=f"a translation below R times its reference's tokens is 'short' (default {SHORT_RATIO})")
     parser.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
     parser.add_argument("--train-limit", type=int, required=True, metavar="N",
@@ -87,11 +112,11 @@ def main(argv=None) -> int:
 def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
                if args.out_dir else {})
-    check_resampling(args.bootstrap, 10000, args.seed)
+    options = ScoringOptions(metrics=METRICS, tokenize=args.tokenize, n_bootstrap=args.bootstrap, seed=args.seed,
+                             short_ratio=args.short_ratio, workers=args.workers)
+    options.check()
     if args.train_limit < 1:
         raise InputError(f"--train-limit must be positive, got {args.train_limit}")
-    if args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}")
     if not 0 <= args.learned_threshold <= 100:
         raise InputError(f"--learned-threshold is a BLEU score from 0 to 100, got {args.learned_threshold:g}")
     limit = args.train_limit
@@ -108,44 +133,60 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
     if args.baseline is not None and args.baseline not in set(names) | set(failures):
         raise InputError(f"unknown baseline {args.baseline!r}: no --system or --failed names it")
+    seeds_of = dict(system_files)
     score_files = segment_scores.parse_specs(args.segment_scores, names, per_seed=True)
     for metric, by_system in score_files.items():
-        for name, paths in system_files:
-            if len(by_system[name]) != len(paths):
-                raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
-                                 f"files for the {len(paths)} seeds of --system {name}")
+        check_seed_files(f"{segment_scores.OPTION} {metric}:", by_system, seeds_of)
+    log_prob_files = per_seed_files(args.system_scores, "--system-scores", seeds_of)
+    system_length_files = per_seed_files(args.system_lengths, "--system-lengths", seeds_of)
+    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), names)
+    for oracle, free in oracles.items():
+        if len(seeds_of[oracle]) != len(seeds_of[free]):
+            raise InputError(f"--oracle-decoding {oracle}={free}: {len(seeds_of[oracle])} files for "
+                             f"{len(seeds_of[free])} seeds; seed k of {oracle} decodes seed k of {free}")
+    side = _length_side(args, system_length_files)
     inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
-              ("--tuning", args.tuning)]
+              ("--reference-lengths", args.reference_lengths), ("--tuning", args.tuning)]
     inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
     inputs += [(f"--train-log {name}", path) for name, paths in logs.items() for path in paths]
     inputs += [(f"{segment_scores.OPTION} {metric}:{name}", path)
                for metric, by_system in score_files.items()
                for name, paths in by_system.items() for path in paths]
+    inputs += [(f"{option} {name}", path) for option, files in (("--system-scores", log_prob_files),
+                                                                ("--system-lengths", system_length_files))
+               for name, paths in files.items() for path in paths]
     check_outputs([(f"--out-dir ({path.name})", path) for path in targets.values()],
                   [(option, Path(path)) for option, path in inputs if path])
 
     source = read_segments(args.source, "source", "--source")
     references = read_segments(args.ref, "reference", "--ref")
     length_lines = read_lines(args.length_file, "--length-file") if args.length_file else source
+    reference_length_lines = (read_lines(args.reference_lengths, "--reference-lengths")
+                              if args.reference_lengths else references)
     systems = {name: [read_segments(path, "system", f"--system {name}") for path in paths]
                for name, paths in system_files}
     scores = {metric: {name: [segment_scores.read_scores(path, f"{segment_scores.OPTION} {metric}:{name}")
                               for path in paths]
                        for name, paths in by_system.items()}
               for metric, by_system in score_files.items()}
+    log_probs = {name: [segment_scores.read_log_probs(path, f"--system-scores {name}") for path in paths]
+                 for name, paths in log_prob_files.items()}
+    segmented = {name: [read_lines(path, f"--system-lengths {name}") for path in paths]
+                 for name, paths in system_length_files.items()}
     parallel = [(args.source, source), (args.ref, references),
-                (args.length_file or args.source, length_lines)]
+                (args.length_file or args.source, length_lines),
+                (args.reference_lengths or args.ref, reference_length_lines)]
     hypotheses = [(path, hyps) for name, paths in system_files
                   for path, hyps in zip(paths, systems[name])]
     parallel += hypotheses
     parallel += [(path, seed_scores) for metric, by_system in score_files.items()
                  for name, paths in by_system.items()
                  for path, seed_scores in zip(paths, scores[metric][name])]
+    parallel += [(path, values) for files, read in ((log_prob_files, log_probs), (system_length_files, segmented))
+                 for name, paths in files.items() for path, values in zip(paths, read[name])]
     check_parallel(parallel)
     for path, segments in [parallel[1]] + hypotheses:
         check_no_subword_markers(path, segments)
-    check_segmented(args.length_file or args.source, length_lines,
-                    "its whitespace tokens are no length: give the segmented text with --length-file")
     training = {}
     for name, paths in logs.items():
         option = f"--train-log {name}"
@@ -159,14 +200,14 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
                      {name: info.learning_rate for name, info in training.items()},
                      f"--tuning {args.tuning}")
 
-    lengths = whitespace_lengths(length_lines)
-    board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
-                        failures=failures, training=training, tokenize=args.tokenize,
-                        n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers,
-                        segment_scores=scores, learned_threshold=args.learned_threshold)
+    lengths = _lengths(args, side, length_lines, reference_length_lines, systems, segmented, system_files)
+    board = build_board(lengths, references, systems, buckets, limit, options, baseline=args.baseline,
+                        failures=failures, training=training, segment_scores=scores,
+                        log_probs=log_probs or None, oracles=oracles, learned_threshold=args.learned_threshold)
     markdown = board_render.markdown_table(board, args.title, tuning)
-    mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
-                    for members in bucket_members(lengths, buckets)]
+    first = lengths if side != "hypothesis" else next(iter(lengths.values()))[0]
+    mean_lengths = [sum(first[i] for i in members) / len(members) if members else float("nan")
+                    for members in bucket_members(first, buckets)]
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
         "json": lambda: board_render.json_text(board, tuning).encode("utf-8"),
@@ -174,8 +215,65 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         "latex": lambda: board_render.latex_table(board, args.title, tuning).encode("utf-8"),
         "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, args.title),
         "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, args.title),
+        "failures_plot": lambda: board_render.failures_plot(board, args.title),
+        "oracle_plot": lambda: board_render.oracle_plot(board, mean_lengths, args.title),
     }
     return markdown, {path: renderers[kind]() for kind, path in targets.items()}
+
+
+def check_seed_files(option: str, by_system: Dict[str, List[str]], seeds_of: Dict[str, List[str]]) -> None:
+    """A file per seed of each system, in --system's order."""
+    for name, paths in by_system.items():
+        if len(paths) != len(seeds_of[name]):
+            raise InputError(f"{option}{name}: {len(paths)} files for the {len(seeds_of[name])} seeds of "
+                             f"--system {name}")
+
+
+def per_seed_files(specs: Sequence[str], option: str, seeds_of: Dict[str, List[str]]) -> Dict[str, List[str]]:
+    """``NAME=F[,F...]`` options naming every system or none, each with a file per seed."""
+    files = dict(parse_named_lists(specs, option, "NAME=F[,F...]"))
+    unknown = [name for name in files if name not in seeds_of]
+    if unknown:
+        raise InputError(f"{option} {unknown[0]}: no --system has that name")
+    absent = [name for name in seeds_of if name not in files]
+    if files and absent:
+        raise InputError(f"{option} gives no files for {', '.join(absent)}: every system or none")
+    check_seed_files(f"{option} ", files, seeds_of)
+    return files
+
+
+def _length_side(args, system_length_files) -> str:
+    if args.length_file and args.length_by:
+        raise InputError("--length-file already gives the lengths; drop --length-by")
+    side = "given" if args.length_file else args.length_by or "source"
+    if system_length_files and side != "hypothesis":
+        raise InputError("--system-lengths gives the translations' lengths: it goes with --length-by hypothesis")
+    if args.reference_lengths and side not in ("reference", "longer"):
+        raise InputError("--reference-lengths gives the reference's lengths: it goes with --length-by "
+                         "reference or longer")
+    return side
+
+
+def _lengths(args, side, length_lines, reference_lines, systems, segmented, system_files):
+    """Each sentence's length in whitespace tokens, or with --length-by hypothesis each
+    system's, one list per seed."""
+    def counted(path, lines):
+        check_segmented(path, lines, "its whitespace tokens are no length: give the segmented text "
+                        "(--length-file, --reference-lengths, --system-lengths)")
+        return whitespace_lengths(lines)
+
+    if side in ("given", "source"):
+        return counted(args.length_file or args.source, length_lines)
+    reference = counted(args.reference_lengths or args.ref, reference_lines)
+    if side == "reference":
+        return reference
+    if side == "longer":
+        return [max(pair) for pair in zip(counted(args.source, length_lines), reference)]
+    files = dict(system_files)
+    if segmented:
+        files = dict(parse_named_lists(args.system_lengths, "--system-lengths", "NAME=F[,F...]"))
+    texts = segmented or systems
+    return {name: [counted(path, lines) for path, lines in zip(files[name], texts[name])] for name in systems}
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")
 REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "length_ratio", "bleu", "ter", "chrf",
                  "bleu_ci_lo", "bleu_ci_hi", "bleu_p", "ter_ci_lo", "ter_ci_hi", "ter_p",
                  "chrf_ci_lo", "chrf_ci_hi", "chrf_p"}
-OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex",
-                 "buckets.png", "buckets.pdf", "lengths.png"}
+OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex", "buckets.png", "buckets.pdf",
+                 "failures.png", "failures.pdf", "oracle.png", "oracle.pdf", "lengths.png"}
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +107,8 @@ def test_out_dir_writes_every_output(data, tmp_path, capsys):
     assert {p.name for p in out.iterdir()} == OUT_DIR_FILES
 
     assert (out / "report.md").read_text(encoding="utf-8") == stdout
-    table = [line for line in stdout.splitlines() if line.startswith("|")]
+    scores_part = stdout.split("## Failures per length bucket")[0]  # the first table
+    table = [line for line in scores_part.splitlines() if line.startswith("|")]
     assert table[0].startswith("| system | G0:10 BLEU | G0:10 TER | G0:10 chrF | G11:20 BLEU")
     assert "| G31:∞ BLEU |" in table[0] and table[0].endswith("| all BLEU | all TER | all chrF |")
     assert table[2].startswith("| *sentences* |")
@@ -149,7 +150,8 @@ def test_individual_flags_override_the_out_dir(data, tmp_path, capsys):
         "--histogram", str(other / "hist.pdf"),
     ])
     assert status == 0
-    assert {p.name for p in out.iterdir()} == {"report.md", "report.csv", "report.tex"}
+    assert {p.name for p in out.iterdir()} == {"report.md", "report.csv", "report.tex", "failures.png",
+                                               "failures.pdf", "oracle.png", "oracle.pdf"}
     assert {p.name for p in other.iterdir()} == {"scores.json", "figure.png", "figure.pdf", "hist.pdf"}
 
 
