@@ -231,7 +231,7 @@ def segment_statistics(scores: Sequence[float], what: str = "segment scores") ->
     values = np.asarray(scores, dtype=float)
     bad = np.flatnonzero(~(np.abs(values) <= SEGMENT_SCORE_BOUND))
     if bad.size:
-        raise InputError(f"{what}: sentence {bad[0] + 1} has the score {values[bad[0]]!r}; expected a "
+        raise InputError(f"{what}: sentence {bad[0] + 1} has the score {float(values[bad[0]])!r}; expected a "
                          f"finite number of at most {SEGMENT_SCORE_BOUND:g} in magnitude")
     return np.column_stack([values, np.ones(len(values))])
 
