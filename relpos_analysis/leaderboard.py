@@ -15,19 +15,20 @@ input is a one-line ``error: ...`` on stderr and exit status 2, before any scori
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Tuple
 
 from . import board_render, segment_scores
 from .board import METRICS, build_board, check_training_log, training_info
 from .tuning import check_tuning, read_tuning
 from .buckets import bucket_members, buckets_from_edges, parse_edges
-from .cli import Parser, check_outputs, run_command
+from .cli import (
+    Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
+    length_side, run_command,
+)
 from .evaluate import ScoringOptions
-from .failures import SHORT_RATIO
 from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
 from .metrics import TOKENIZERS
-from .report import check_oracles
 from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
@@ -35,7 +36,6 @@ OUT_DIR_NAMES = {
     "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png", "failures_plot": "failures.png",
     "oracle_plot": "oracle.png",
 }
-LENGTH_SIDES = ("source", "reference", "hypothesis", "longer")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,17 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ref", required=True, help="reference translations")
     parser.add_argument("--length-file", metavar="F",
                         help="lengths from the whitespace tokens of F (default: the source's)")
-    parser.add_argument("--length-by", choices=LENGTH_SIDES, metavar="SIDE",
-                        help="what a sentence's length is, in whitespace tokens: source (default), "
-                        "reference (--reference-lengths, else --ref), hypothesis (each system's and "
-                        "seed's own translation, --system-lengths, else its text: each then has its "
-                        "own buckets) or longer (of source and reference)")
-    parser.add_argument("--reference-lengths", metavar="F",
-                        help="the reference's length is the whitespace tokens of F (its segmented "
-                        "form, e.g. seg.tgt) instead of --ref's")
-    parser.add_argument("--system-lengths", action="append", default=[], metavar="NAME=F[,F...]",
-                        help="with --length-by hypothesis: a system's segmented translations (hyp.seg), "
-                        "a file per seed in --system's order; every system or none")
+    add_length_side_options(parser, per_seed=True)
     parser.add_argument("--system", action="append", default=[], metavar="NAME=HYP[,HYP...]",
                         help="a system's translations, one file per seed; repeat per system")
     parser.add_argument("--failed", action="append", default=[], metavar="NAME=WHY",
@@ -77,16 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a metric computed elsewhere (e.g. COMET): SYSTEM's score of each "
                         "sentence, one per line, a file per seed in --system's order; repeat "
                         "for every system")
-    parser.add_argument("--system-scores", action="append", default=[], metavar="NAME=F[,F...]",
-                        help="a system's mean log2-probability per token of each translation (the "
-                        "translate tool's hyp.scores, or fairseq-generate's output), a file per seed "
-                        "in --system's order: the failure column log2 p/token; every system or none")
-    parser.add_argument("--oracle-decoding", action="append", default=[], metavar="ORACLE=FREE",
-                        help="system ORACLE is system FREE decoded with each reference's length "
-                        "(fairseq-generate --task relpos_translation --oracle-length), seed k of one "
-                        "decoding seed k of the other: listed unranked, and compared per bucket")
-    parser.add_argument("--short-ratio", type=float, default=SHORT_RATIO, metavar="R",
-                        help=f"a translation below R times its reference's tokens is 'short' (default {SHORT_RATIO})")
+    add_failure_options(parser, per_seed=True)
     parser.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
     parser.add_argument("--train-limit", type=int, required=True, metavar="N",
@@ -133,18 +114,17 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
     if args.baseline is not None and args.baseline not in set(names) | set(failures):
         raise InputError(f"unknown baseline {args.baseline!r}: no --system or --failed names it")
-    seeds_of = dict(system_files)
     score_files = segment_scores.parse_specs(args.segment_scores, names, per_seed=True)
     for metric, by_system in score_files.items():
-        check_seed_files(f"{segment_scores.OPTION} {metric}:", by_system, seeds_of)
-    log_prob_files = per_seed_files(args.system_scores, "--system-scores", seeds_of)
-    system_length_files = per_seed_files(args.system_lengths, "--system-lengths", seeds_of)
-    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), names)
-    for oracle, free in oracles.items():
-        if len(seeds_of[oracle]) != len(seeds_of[free]):
-            raise InputError(f"--oracle-decoding {oracle}={free}: {len(seeds_of[oracle])} files for "
-                             f"{len(seeds_of[free])} seeds; seed k of {oracle} decodes seed k of {free}")
-    side = _length_side(args, system_length_files)
+        for name, paths in system_files:
+            if len(by_system[name]) != len(paths):
+                raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
+                                 f"files for the {len(paths)} seeds of --system {name}")
+    seeds = {name: len(paths) for name, paths in system_files}
+    log_prob_files = every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=True)
+    system_length_files = every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=True)
+    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
+    side = length_side(args, "given" if args.length_file else args.length_by or "source")
     inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
               ("--reference-lengths", args.reference_lengths), ("--tuning", args.tuning)]
     inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
@@ -200,7 +180,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
                      {name: info.learning_rate for name, info in training.items()},
                      f"--tuning {args.tuning}")
 
-    lengths = _lengths(args, side, length_lines, reference_length_lines, systems, segmented, system_files)
+    lengths = _lengths(args, side, length_lines, reference_length_lines, systems, segmented, system_files,
+                       system_length_files)
     board = build_board(lengths, references, systems, buckets, limit, options, baseline=args.baseline,
                         failures=failures, training=training, segment_scores=scores,
                         log_probs=log_probs or None, oracles=oracles, learned_threshold=args.learned_threshold)
@@ -221,40 +202,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     return markdown, {path: renderers[kind]() for kind, path in targets.items()}
 
 
-def check_seed_files(option: str, by_system: Dict[str, List[str]], seeds_of: Dict[str, List[str]]) -> None:
-    """A file per seed of each system, in --system's order."""
-    for name, paths in by_system.items():
-        if len(paths) != len(seeds_of[name]):
-            raise InputError(f"{option}{name}: {len(paths)} files for the {len(seeds_of[name])} seeds of "
-                             f"--system {name}")
-
-
-def per_seed_files(specs: Sequence[str], option: str, seeds_of: Dict[str, List[str]]) -> Dict[str, List[str]]:
-    """``NAME=F[,F...]`` options naming every system or none, each with a file per seed."""
-    files = dict(parse_named_lists(specs, option, "NAME=F[,F...]"))
-    unknown = [name for name in files if name not in seeds_of]
-    if unknown:
-        raise InputError(f"{option} {unknown[0]}: no --system has that name")
-    absent = [name for name in seeds_of if name not in files]
-    if files and absent:
-        raise InputError(f"{option} gives no files for {', '.join(absent)}: every system or none")
-    check_seed_files(f"{option} ", files, seeds_of)
-    return files
-
-
-def _length_side(args, system_length_files) -> str:
-    if args.length_file and args.length_by:
-        raise InputError("--length-file already gives the lengths; drop --length-by")
-    side = "given" if args.length_file else args.length_by or "source"
-    if system_length_files and side != "hypothesis":
-        raise InputError("--system-lengths gives the translations' lengths: it goes with --length-by hypothesis")
-    if args.reference_lengths and side not in ("reference", "longer"):
-        raise InputError("--reference-lengths gives the reference's lengths: it goes with --length-by "
-                         "reference or longer")
-    return side
-
-
-def _lengths(args, side, length_lines, reference_lines, systems, segmented, system_files):
+def _lengths(args, side, length_lines, reference_lines, systems, segmented, system_files, system_length_files):
     """Each sentence's length in whitespace tokens, or with --length-by hypothesis each
     system's, one list per seed."""
     def counted(path, lines):
@@ -269,10 +217,7 @@ def _lengths(args, side, length_lines, reference_lines, systems, segmented, syst
         return reference
     if side == "longer":
         return [max(pair) for pair in zip(counted(args.source, length_lines), reference)]
-    files = dict(system_files)
-    if segmented:
-        files = dict(parse_named_lists(args.system_lengths, "--system-lengths", "NAME=F[,F...]"))
-    texts = segmented or systems
+    files, texts = (system_length_files, segmented) if segmented else (dict(system_files), systems)
     return {name: [counted(path, lines) for path, lines in zip(files[name], texts[name])] for name in systems}
 
 

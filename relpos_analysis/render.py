@@ -88,10 +88,11 @@ def csv_text(report: LengthReport) -> str:
     return tables.csv_text(records(report))
 
 
-def report_tables(report: LengthReport, title: Optional[str] = None) -> List[Table]:
+def report_tables(report: LengthReport, title: Optional[str] = None, failed_note: bool = True) -> List[Table]:
     """The scores per bucket, the failures per bucket, and where they apply the drop beyond
-    the training limit and the comparison of free with oracle-length decoding."""
-    score_notes = _notes(report) + segment_scores_note(report.metrics) + _failed_note(report)
+    the training limit and the comparison of free with oracle-length decoding; with
+    ``failed_note``, the failed systems in a note under the scores."""
+    score_notes = _notes(report) + segment_scores_note(report.metrics) + (_failed_note(report) if failed_note else [])
     result = [metric_table(report, report.metrics, title, score_notes),
               metric_table(report, report.failure_metrics, "Failures per length bucket",
                            [failure_note(report.failure_metrics, report.signatures)])]
@@ -215,7 +216,12 @@ def failure_note(metrics: Sequence[str], signatures: Dict[str, str]) -> Text:
 
 
 def markdown_table(report: LengthReport, title: Optional[str] = None) -> str:
-    return "\n".join(tables.markdown(table) for table in report_tables(report, title))
+    """The tables, then the failed systems as a list."""
+    text = "\n".join(tables.markdown(table) for table in report_tables(report, title, failed_note=False))
+    if report.failed:
+        text += "\nNot in this report, because they failed:\n\n" + "".join(
+            f"- {name}: {why}\n" for name, why in report.failed.items())
+    return text
 
 
 def latex_table(report: LengthReport, title: Optional[str] = None) -> str:

@@ -14,14 +14,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import render, segment_scores
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
 from .cache import StatisticsCache, default_directory
-from .cli import Parser, check_outputs, run_command
+from .cli import (
+    Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
+    length_side, run_command,
+)
 from .evaluate import PAIRED_TESTS, Lengths, ScoringOptions, check_baseline, evaluate_by_length
-from .failures import SHORT_RATIO
 from .io import (
     InputError, check_parallel, existing_file, parse_named, read_lines, read_segments,
 )
@@ -41,7 +43,6 @@ OUT_DIR_NAMES = {
 }
 PLOT_FORMATS = ("png", "pdf")
 PLOTS = ("plot", "failures_plot", "oracle_plot")  # the outputs written as PREFIX.png and PREFIX.pdf
-LENGTH_SIDES = ("source", "reference", "hypothesis", "longer")
 HISTOGRAM_FORMATS = ("png", "pdf", "svg")
 # sacrebleu's rule for "this looks tokenized" (metrics.py switches its own check off).
 _TOKENIZED_LINES_WARNING = 100
@@ -74,14 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a metric computed elsewhere (e.g. COMET): FILE has SYSTEM's score of "
                         "each sentence, one per line; scored per bucket as their mean, with the "
                         "same intervals and tests; repeat for every system")
-    inputs.add_argument("--system-scores", action="append", default=[], metavar="NAME=FILE",
-                        help="a system's mean log2-probability per token of each translation, one per "
-                        "line (the translate tool's hyp.scores, or fairseq-generate's output: its P- "
-                        "lines): the failure column log2 p/token; every system or none")
-    inputs.add_argument("--oracle-decoding", action="append", default=[], metavar="ORACLE=FREE",
-                        help="system ORACLE is system FREE's model decoded with each reference's length "
-                        "(fairseq-generate --task relpos_translation --oracle-length): a table and a "
-                        "plot of the two side by side, with the paired difference per bucket")
+    add_failure_options(inputs, per_seed=False)
     inputs.add_argument("--allow-subwords", action="store_true",
                         help="score references and translations that still carry BPE ('@@ ') or "
                         "SentencePiece markers as they are (refused otherwise)")
@@ -98,19 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     lengths.add_argument("--length-unit", choices=("token", "char"), default="token",
                          help="token: whitespace tokens (default); char: characters other than "
                          "whitespace, for unsegmented Chinese, Japanese, Thai, ... text")
-    lengths.add_argument("--length-by", choices=LENGTH_SIDES, metavar="SIDE",
-                         help="what a sentence's length is: source (default), reference (the first), "
-                         "hypothesis (each system's own translation: each system then has its own "
-                         "buckets) or longer (the longer of source and reference)")
     lengths.add_argument("--by-reference-length", action="store_true",
                          help="the same as --length-by reference")
-    lengths.add_argument("--reference-lengths", metavar="F",
-                         help="the reference's length is the whitespace tokens of F (its segmented "
-                         "form, e.g. the test set's seg.tgt) instead of the --ref text counted")
-    lengths.add_argument("--system-lengths", action="append", default=[], metavar="NAME=F",
-                         help="with --length-by hypothesis: a system's lengths are the whitespace "
-                         "tokens of F (its segmented translation, the translate tool's hyp.seg) "
-                         "instead of its text counted; every system or none")
+    add_length_side_options(lengths, per_seed=False)
     edges = lengths.add_mutually_exclusive_group()
     edges.add_argument("--edges", metavar="E1,E2,...",
                        help="inclusive upper ends of the buckets (default: 25,50,75,100); "
@@ -143,9 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
                          help="trials of the ar test (default: 10000)")
     scoring.add_argument("--seed", type=int, default=12345,
                          help="seed of the resampling (default: 12345, as in sacrebleu)")
-    scoring.add_argument("--short-ratio", type=float, default=SHORT_RATIO, metavar="R",
-                         help="a translation with fewer tokens than R times its reference's is 'short' "
-                         f"(default: {SHORT_RATIO})")
     scoring.add_argument("--workers", type=int, default=2,
                          help="processes computing sentence statistics (default: 2)")
     cache = scoring.add_mutually_exclusive_group()
@@ -186,9 +167,12 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     systems_files = parse_named(args.system, "--system", "NAME=FILE")
     names = [name for name, _ in systems_files]
     score_files = segment_scores.parse_specs(args.segment_scores, names)
-    log_prob_files = dict(_every_system_or_none(args.system_scores, "--system-scores", names))
-    system_length_files = dict(_every_system_or_none(args.system_lengths, "--system-lengths", names))
-    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), names)
+    seeds = {name: 1 for name in names}
+    log_prob_files = {name: paths[0] for name, paths in
+                      every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=False).items()}
+    system_length_files = {name: paths[0] for name, paths in
+                           every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=False).items()}
+    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
     failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
     check_outputs(_output_files(targets), _input_files(args, systems_files, score_files, log_prob_files,
                                                        system_length_files))
@@ -205,7 +189,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
         buckets = buckets_from_edges(edges)
     check_baseline(args.baseline, names)
-    side = _length_side(args, system_length_files)
+    side = _length_side(args)
     for option, path in (("--bpe-codes", args.bpe_codes), ("--spm-model", args.spm_model)):
         if path:
             existing_file(path, option)
@@ -278,37 +262,6 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if progress is not None:
         progress(f"outputs rendered: {time.perf_counter() - start_time:.1f} s")
     return markdown, outputs
-
-
-def check_oracles(pairs: Sequence[Tuple[str, str]], names: Sequence[str]) -> Dict[str, str]:
-    """``--oracle-decoding ORACLE=FREE`` pairs as {oracle: free}: both systems given, an
-    oracle decoding of no other oracle's, one per free system."""
-    oracles = dict(pairs)
-    for oracle, free in oracles.items():
-        unknown = [name for name in (oracle, free) if name not in names]
-        if unknown:
-            raise InputError(f"--oracle-decoding {oracle}={free}: {unknown[0]!r} is no --system")
-        if oracle == free or free in oracles:
-            raise InputError(f"--oracle-decoding {oracle}={free}: FREE must be a freely decoded system, "
-                             "not itself or another oracle-length one")
-    frees = list(oracles.values())
-    twice = sorted({free for free in frees if frees.count(free) > 1})
-    if twice:
-        raise InputError(f"--oracle-decoding gives {', '.join(twice)} more than one oracle-length decoding")
-    return oracles
-
-
-def _every_system_or_none(specs: Sequence[str], option: str, names: Sequence[str]) -> List[Tuple[str, str]]:
-    """``NAME=FILE`` options that name every system or none, each a --system."""
-    pairs = parse_named(specs, option, "NAME=FILE")
-    given = [name for name, _ in pairs]
-    unknown = [name for name in given if name not in names]
-    if unknown:
-        raise InputError(f"{option} {unknown[0]}: no --system has that name")
-    absent = [name for name in names if name not in given]
-    if pairs and absent:
-        raise InputError(f"{option} gives no file for {', '.join(absent)}: every system or none")
-    return pairs
 
 
 def _rendered_outputs(args, targets, report, markdown, length_label) -> Dict[Path, bytes]:
@@ -390,20 +343,16 @@ class LengthTexts:
     systems_segmented: Dict[str, List[str]]  # --system-lengths
 
 
-def _length_side(args, system_length_files) -> str:
+def _length_side(args) -> str:
     """The side --length-by, --by-reference-length or --length-file measure, after the
     checks that need no input read."""
     if args.by_reference_length and args.length_by not in (None, "reference"):
         raise InputError(f"--by-reference-length is --length-by reference; drop one of it and "
                          f"--length-by {args.length_by}")
-    side = "reference" if args.by_reference_length else args.length_by or "source"
-    if args.length_file and (args.length_by or args.by_reference_length):
-        raise InputError("--length-file already gives the lengths; drop --length-by and --by-reference-length")
-    if system_length_files and side != "hypothesis":
-        raise InputError("--system-lengths gives the translations' lengths: it goes with --length-by hypothesis")
-    if args.reference_lengths and side not in ("reference", "longer"):
-        raise InputError("--reference-lengths gives the reference's lengths: it goes with --length-by "
-                         "reference or longer")
+    if args.length_file and args.by_reference_length:
+        raise InputError("--length-file already gives the lengths; drop --by-reference-length")
+    side = length_side(args, "given" if args.length_file
+                       else "reference" if args.by_reference_length else args.length_by or "source")
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
     length_options = {"--length-file": args.length_file, "--bpe-codes": args.bpe_codes,
@@ -412,7 +361,7 @@ def _length_side(args, system_length_files) -> str:
     if args.length_unit == "char" and given:
         raise InputError(f"--length-unit char counts the characters of the text itself; "
                          f"drop {given[0]}")
-    return "given" if args.length_file else side
+    return side
 
 
 def _lengths(args, side: str, texts: LengthTexts, systems_files, system_length_files) -> Tuple[Lengths, str]:

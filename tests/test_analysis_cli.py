@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
-from relpos_analysis import report
+from relpos_analysis import load_report, report
 from relpos_analysis.evaluate import check_resampling
 from relpos_analysis.io import InputError
 from relpos_analysis.report import main
@@ -140,6 +140,21 @@ def test_out_dir_writes_every_output(data, tmp_path, capsys):
     assert (out / "buckets.png").read_bytes().startswith(b"\x89PNG")
     assert (out / "buckets.pdf").read_bytes().startswith(b"%PDF")
     assert (out / "lengths.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_wmt21_report_loads_as_a_long_dataframe(data, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(base_args(data) + ["--edges", "10,20", "--bootstrap", "50", "--train-limit", "10",
+                                   "--out-dir", str(out)]) == 0
+    capsys.readouterr()
+    records = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    frame = load_report(out / "report.json")
+    metrics = ["bleu", "ter", "chrf", "empty", "short", "loop", "length_ratio"]
+    assert len(frame) == len(records) * len(metrics) and set(frame["metric"]) == set(metrics)
+    beyond = frame.query("system == 'happypoet' and set == 'G21:∞' and metric == 'chrf'").iloc[0]
+    record = next(r for r in records if r["system"] == "happypoet" and r["bucket"] == "G21:∞")
+    assert [beyond[q] for q in ("value", "ci_lo", "p_value", "drop", "drop_ci_hi")] == [
+        record["chrf"], record["chrf_ci_lo"], record["chrf_p"], record["chrf_drop"], record["chrf_drop_ci_hi"]]
 
 
 def test_individual_flags_override_the_out_dir(data, tmp_path, capsys):
