@@ -258,4 +258,6 @@ def length_ratio(bleu: BLEUScore) -> float:
 
 def scores_from_sums(metric: Metric, summed_stats) -> List[float]:
     """Scores of already summed statistics, one row per resample."""
+    if isinstance(metric, SegmentMean):  # total / count, the same division as a row at a time
+        return (summed_stats[:, 0] / summed_stats[:, 1]).tolist()
     return [metric._compute_score_from_stats(row).score for row in summed_stats.tolist()]
