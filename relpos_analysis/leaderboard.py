@@ -124,6 +124,9 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     log_prob_files = every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=True)
     system_length_files = every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=True)
     oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
+    if set(logs) & set(oracles):
+        raise InputError(f"--train-log {sorted(set(logs) & set(oracles))[0]}: an oracle-length decoding's "
+                         "training is its free system's; give the logs there")
     side = length_side(args, "given" if args.length_file else args.length_by or "source")
     inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
               ("--reference-lengths", args.reference_lengths), ("--tuning", args.tuning)]
@@ -176,9 +179,12 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         training[name] = training_info(log_lines, option)
     tuning = read_tuning(args.tuning) if args.tuning else None
     if tuning:
-        check_tuning(tuning, names + [name for name in failures if name not in names],
+        # an oracle-length decoding is its free system's model: tuned with it
+        check_tuning(tuning, [name for name in names if name not in oracles]
+                     + [name for name in failures if name not in names],
                      {name: info.learning_rate for name, info in training.items()},
                      f"--tuning {args.tuning}")
+    training.update({oracle: training[free] for oracle, free in oracles.items() if free in training})
 
     lengths = _lengths(args, side, length_lines, reference_length_lines, systems, segmented, system_files,
                        system_length_files)

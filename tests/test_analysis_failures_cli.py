@@ -207,6 +207,28 @@ def test_the_board_has_failures_drops_and_oracle_lengths(files, tmp_path, capsys
     assert "\\begin{table}" in (out / "board.tex").read_text()
 
 
+def test_an_oracle_length_decoding_is_tuned_and_trained_with_its_free_system(files, tmp_path, capsys):
+    """The learning-rate selection and the training logs name the free systems only; the
+    oracle-length row shows its free system's rate and training."""
+    folder, paths, _, _ = files
+    point = {"dev_loss": 2.0, "updates": 100, "failure": None}
+    tuning = folder / "tuning.json"
+    tuning.write_text(json.dumps({"metric": "dev loss", "schemes": {
+        name: {"grid": {"1e-3": point}, "chosen": "1e-3"} for name in ("good", "cut")}}))
+    log = write(folder / "cut.log", ["| train | epoch 001 | ups 2.0 | num_updates 100"])
+    common = ["--oracle-decoding", "cut-oracle=cut", "--tuning", str(tuning)]
+    args = board_args(paths, ("good", "cut", "cut-oracle"), tmp_path / "board", *common,
+                      "--train-log", f"cut={log},{log}")
+    assert leaderboard.main(args) == 0
+    records = {(r["system"], r["set"]): r for r in json.loads((tmp_path / "board" / "board.json").read_text())["records"]}
+    assert records["cut-oracle", "beyond"]["updates"] == records["cut", "beyond"]["updates"] == 100
+    assert "| cut-oracle |" not in capsys.readouterr().out.split("## Learning rate chosen")[1].split("##")[0]
+    args = board_args(paths, ("good", "cut", "cut-oracle"), tmp_path / "refused", *common,
+                      "--train-log", f"cut-oracle={log},{log}")
+    assert leaderboard.main(args) == 2
+    assert "--train-log cut-oracle: an oracle-length decoding's training is its free system's" in capsys.readouterr().err
+
+
 def test_the_board_by_each_translations_length(files, tmp_path, capsys):
     _, paths, _, systems = files
     out = tmp_path / "board"
