@@ -189,6 +189,9 @@ class Board:
         return [bucket for bucket in self.buckets if bucket.lo > self.train_limit]
 
 
+# the key of the log-probabilities among the per-sentence inputs, and their name in refusals:
+# no metric's name (those have no space)
+LOG_PROBS = "log-probabilities (--system-scores)"
 # each system's own lengths, one list per seed (a board bucketed by the translations' lengths)
 SeedLengths = Mapping[str, Sequence[Sequence[int]]]
 
@@ -329,9 +332,6 @@ def build_board(
         learned_threshold=learned_threshold, baseline_failure=baseline_failure,
         failure_metrics=failure_metrics, buckets_per_system=per_system,
     )
-
-
-LOG_PROBS = "log-probabilities"  # the name of log_probs in refusals
 
 
 def _seeds(systems, seed_lengths, per_seed_inputs):
