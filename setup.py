@@ -61,6 +61,8 @@ setup(
         "subword-nmt",
         "sacremoses",
         "matplotlib",
+        # relpos_analysis.frames: the report's and the board's records as one long DataFrame
+        "pandas",
     ],
     # pytest 9.2 ignores xdist's loadgroup (pytest-xdist#1386): the tests that share a trained
     # model (xdist_group) would each train it on every worker

@@ -16,6 +16,7 @@ from .models.relpos_transformer import (
     effective_label,
 )
 from .positions import PositionSpec, register_scheme, scheme_names
+from . import oracle_length  # noqa: F401  (registers the relpos_translation task)
 
 __all__ = [
     "ARCHITECTURES",

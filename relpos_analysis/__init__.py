@@ -2,5 +2,16 @@
 
 Per source-length bucket, every system's sacrebleu BLEU/TER/chrF with bootstrap confidence
 intervals and paired tests against a baseline; ``python -m relpos_analysis.report`` (installed as
-``relpos-report``) is the command line, docs/analysis.md the manual.
+``relpos-report``) is the command line, docs/analysis.md the manual.  ``load_report(path)`` and
+``load_board(path)`` read a report's or a board's records as one long pandas DataFrame
+(relpos_analysis.frames).
 """
+
+
+def __getattr__(name):
+    # pandas is imported by the notebooks that ask for a frame, not by every command
+    if name in ("load_report", "load_board"):
+        from . import frames
+
+        return getattr(frames, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,17 +13,22 @@ A system whose mean BLEU within the training limit is below the learned threshol
 learn the task: its score beyond the limit would measure how far it got, not how it
 extrapolates, so it is listed apart, unranked.
 """
+import dataclasses
 import statistics
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .buckets import Bucket, bucket_members
-from .evaluate import LengthReport, MetricResult, check_baseline, check_resampling, evaluate_by_length
+from .evaluate import (
+    Change, LengthReport, MetricResult, ScoringOptions, check_baseline, check_resampling, evaluate_by_length,
+)
+from .failures import FAILURES, LOG_PROB
+from .failures import signature as failure_signature
 from .fairseq_log import FAIRSEQ_TRAIN_LINE, LEARNING_RATE, PARAMETERS, UPDATES, UPDATES_PER_SECOND
 from .io import InputError
-from .metrics import MetricConfig, segment_signature, sentence_statistics, signature
+from .metrics import segment_signature, sentence_statistics, signature
 
 METRICS = ("bleu", "ter")
 
@@ -106,24 +111,22 @@ def training_info(logs: Sequence[Sequence[str]], option: str = "") -> TrainingIn
     )
 
 
-@dataclass(frozen=True)
-class Difference:
-    """A system's score minus the baseline's on their seeds pooled, with its 95% interval
-    over the pooled test's resamples (None without resampling)."""
-    value: float
-    ci_lo: Optional[float]
-    ci_hi: Optional[float]
+# A system's score minus the baseline's on their seeds pooled, with its 95% interval over the
+# pooled test's resamples (None without resampling): a Change without its p-value, which the
+# cell keeps beside it.
+Difference = Change
 
 
 @dataclass
 class BoardCell:
     """One system on one sentence set: a bucket, or every pair within or beyond the
     training limit."""
-    n: int
-    scores: Dict[str, Optional[Spread]]  # metric -> its seeds' scores
+    n: int  # sentences (of its first seed, where each seed has its own buckets)
+    scores: Dict[str, Optional[Spread]]  # metric -> its seeds' scores (failure columns too)
     length_ratio: Optional[Spread]
     p_values: Dict[str, Optional[float]]  # metric -> pooled paired test; None for the baseline
     differences: Dict[str, Optional[Difference]]  # metric -> to the baseline; None for it
+    seed_sizes: Tuple[int, ...] = ()  # each seed's sentences
 
 
 @dataclass
@@ -135,12 +138,19 @@ class BoardRow:
     training: TrainingInfo
     step_time_ratio: Optional[float]  # seconds per update over the baseline's
     failure: Optional[str] = None  # why seeds (or all of them) have no translations
-    rank: Optional[int] = None  # None: not ranked (did not learn, or nothing to rank)
+    rank: Optional[int] = None  # None: not ranked (did not learn, oracle length, or nothing to rank)
     within: Optional[BoardCell] = None  # every pair within the training limit; None if failed
     retention: Optional[Spread] = None  # each seed's BLEU beyond the limit / within it
     # mean BLEU within the limit reached the learned threshold; None: not judged (no
-    # threshold, no translations or no pair within the limit)
+    # threshold, no translations, no pair within the limit, or an oracle-length decoding)
     learned: Optional[bool] = None
+    # each bucket beyond the limit -> metric -> its score minus the score within the limit,
+    # on the seeds pooled, with the 95% interval of independent resamples of the two sets
+    drops: Dict[Bucket, Dict[str, Change]] = field(default_factory=dict)
+    oracle_of: Optional[str] = None  # the system this one decodes with oracle lengths
+    # oracle-length rows: each bucket (None: every pair) -> metric -> its score minus the
+    # free system's on the same sentences, seeds pooled and paired, with interval and p-value
+    oracle_gains: Dict[Optional[Bucket], Dict[str, Change]] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,18 +158,20 @@ class Board:
     baseline: str
     train_limit: int
     buckets: List[Bucket]
-    sizes: List[int]
+    sizes: List[int]  # the buckets' sizes (of the first system's first seed where each has its own)
     within: Bucket  # every pair within the training limit
     within_size: int
     beyond: Bucket
     beyond_size: int
-    rows: List[BoardRow]  # ranked, then those that did not learn, then the failed ones
+    rows: List[BoardRow]  # ranked, then those that did not learn, the oracle-length ones, the failed
     n_bootstrap: int
     seed: int
     signatures: Dict[str, str]
     metrics: List[str]  # METRICS, then the segment-score metrics
     learned_threshold: float  # 0: no system is judged
     baseline_failure: Optional[str] = None  # why the baseline has no translations (no tests)
+    failure_metrics: List[str] = field(default_factory=list)  # relpos_analysis.failures' columns
+    buckets_per_system: bool = False  # bucketed by each system's (and seed's) own translation
 
     def row(self, system: str) -> BoardRow:
         return next(row for row in self.rows if row.system == system)
@@ -168,38 +180,60 @@ class Board:
     def has_tests(self) -> bool:
         return self.n_bootstrap > 0 and self.baseline_failure is None
 
+    @property
+    def oracles(self) -> Dict[str, str]:
+        """Each oracle-length system -> the system it decodes with oracle lengths."""
+        return {row.system: row.oracle_of for row in self.rows if row.oracle_of}
+
+    def beyond_buckets(self) -> List[Bucket]:
+        return [bucket for bucket in self.buckets if bucket.lo > self.train_limit]
+
+
+# the key of the log-probabilities among the per-sentence inputs, and their name in refusals:
+# no metric's name (those have no space)
+LOG_PROBS = "log-probabilities (--system-scores)"
+# each system's own lengths, one list per seed (a board bucketed by the translations' lengths)
+SeedLengths = Mapping[str, Sequence[Sequence[int]]]
+
 
 def build_board(
-    lengths: Sequence[int],
+    lengths: Union[Sequence[int], SeedLengths],
     references: Sequence[str],
     systems: Dict[str, List[List[str]]],
     buckets: Sequence[Bucket],
     train_limit: int,
+    options: ScoringOptions = ScoringOptions(metrics=METRICS, workers=1),
     baseline: Optional[str] = None,
     failures: Optional[Dict[str, str]] = None,
     training: Optional[Dict[str, TrainingInfo]] = None,
-    tokenize: Optional[str] = None,
-    n_bootstrap: int = 1000,
-    seed: int = 12345,
-    workers: int = 1,
     segment_scores: Optional[Dict[str, Dict[str, List[Sequence[float]]]]] = None,
+    log_probs: Optional[Dict[str, List[Sequence[float]]]] = None,
+    oracles: Optional[Dict[str, str]] = None,
     learned_threshold: float = 0.0,
 ) -> Board:
     """The leaderboard of ``systems`` (name -> one list of translations per seed).
 
-    ``failures`` names systems whose seeds failed (training or translation) and why: a
-    system with no translations at all is listed, unranked, with its failure; so is a
+    ``lengths`` is each sentence's length, or each system's own per seed (bucketed by
+    translation length: no paired tests then, the sets of two systems hold different
+    sentences).  ``failures`` names systems whose seeds failed (training or translation) and
+    why: a system with no translations at all is listed, unranked, with its failure; so is a
     baseline without translations, and the board then has no paired tests.  ``training``
     gives each system's parameter count, step time, learning rate and updates.  Systems are
     ranked by their mean BLEU over seeds on every pair longer than ``train_limit``, except
     those whose mean BLEU within it is below ``learned_threshold`` (0: none is judged), which
-    are listed after the ranked ones, unranked.  Each seed's sentence
-    statistics are computed once (in ``workers`` processes) and serve every grouping and the
-    pooled test.  ``segment_scores`` maps a metric computed elsewhere to each system's
-    sentence scores, one list per seed (see evaluate_by_length).
+    are listed after the ranked ones, unranked, and the oracle-length decodings (``oracles``:
+    oracle -> free system, seed k of one paired with seed k of the other), listed after them.
+    ``options`` are the scoring's (its metrics: sacrebleu's METRICS of the board; its
+    train_limit is ``train_limit``).  Each seed's sentence statistics are computed once (in
+    ``options.workers`` processes) and serve every grouping and the pooled tests.
+    ``segment_scores`` maps a metric computed elsewhere to each system's sentence scores,
+    one list per seed (see evaluate_by_length); ``log_probs`` each system's mean
+    log2-probability per token of each translation, one list per seed.
     """
     failures, training = dict(failures or {}), dict(training or {})
     segment_scores = dict(segment_scores or {})
+    oracles = dict(oracles or {})
+    options = dataclasses.replace(options, metrics=METRICS, train_limit=train_limit)
     names = list(systems) + [name for name in failures if name not in systems]
     if not names:
         raise InputError("no system to put on the board")
@@ -210,26 +244,42 @@ def build_board(
     for name, seeds in systems.items():
         if not seeds:
             raise InputError(f"{name}: no translations (list it as a failure instead)")
-    for metric, by_system in segment_scores.items():
+    per_seed_inputs = dict(segment_scores, **({LOG_PROBS: log_probs} if log_probs is not None else {}))
+    for metric, by_system in per_seed_inputs.items():
         for name, seeds in systems.items():
             if len(by_system.get(name, [])) != len(seeds):
                 raise InputError(f"{metric}: {len(by_system.get(name, []))} files of segment "
                                  f"scores for {name}, which has {len(seeds)} seeds")
+    per_system = isinstance(lengths, Mapping)
+    seed_lengths = ({name: [list(values) for values in lengths[name]] for name in systems} if per_system
+                    else {name: [list(lengths)] * len(seeds) for name, seeds in systems.items()})
+    for name, seeds in systems.items():
+        if len(seed_lengths[name]) != len(seeds):
+            raise InputError(f"{len(seed_lengths[name])} files of lengths for {name}, which has {len(seeds)} seeds")
+    for oracle, free in oracles.items():
+        if oracle not in systems or free not in systems or free in oracles:
+            raise InputError(f"oracle-length system {oracle!r} of {free!r}: both need translations, and the free "
+                             "one is no oracle-length decoding itself")
+        if len(systems[oracle]) != len(systems[free]):
+            raise InputError(f"{oracle} has {len(systems[oracle])} seeds, the oracle-length decoding of {free}'s "
+                             f"{len(systems[free])}: seed k of one decodes seed k of the other")
     baseline_failure = None if baseline in systems else failures[baseline]
-    tested = n_bootstrap > 0 and baseline_failure is None
-    if tested:
-        pooled_sentences = len(lengths) * max(len(seeds) for seeds in systems.values())
-        check_resampling(n_bootstrap, 1, seed, pooled_sentences)
+    tested = options.n_bootstrap > 0 and baseline_failure is None
+    if options.n_bootstrap > 0:
+        pooled_sentences = len(references) * max((len(seeds) for seeds in systems.values()), default=0)
+        check_resampling(options.n_bootstrap, 1, options.seed, pooled_sentences)
     metrics = list(METRICS) + list(segment_scores)
     within, beyond = halves = [Bucket(0, train_limit), Bucket(train_limit + 1, None)]
-    configs = [MetricConfig(metric, tokenize) for metric in METRICS]
-    seeds = _seeds(systems, segment_scores)
-    stats = [sentence_statistics(configs, [references], hyps, workers)
-             for hyps, _ in seeds]  # [seed k][metric][system]: sentences x statistics
-    per_seed = _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats)
-    pooled = (_pooled_tests(lengths, references, systems, segment_scores, baseline, buckets,
-                            halves, tokenize, n_bootstrap, seed, stats)
+    seeds = _seeds(systems, seed_lengths, per_seed_inputs)
+    stats = [sentence_statistics(options.metric_configs(), [references], hyps, options.workers)
+             for hyps, _, _ in seeds]  # [seed k][metric][system]: sentences x statistics
+    scoring = _BoardScoring(references, buckets, halves, options, per_system)
+    per_seed = _per_seed_reports(scoring, seeds, stats)
+    pooled = (_pooled_tests(scoring, systems, seed_lengths, per_seed_inputs, baseline, stats)
               if tested else {name: [] for name in systems})
+    families = _pooled_families(scoring, systems, seed_lengths, per_seed_inputs, oracles, stats)
+    failure_metrics = list(FAILURES) + ([LOG_PROB] if log_probs is not None else [])
+    all_metrics = metrics + failure_metrics
     base_time = training.get(baseline, TrainingInfo()).seconds_per_update
     rows = []
     for name in names:
@@ -241,14 +291,15 @@ def build_board(
             continue
         reports = per_seed[name]
         within_cell, beyond_cell = (
-            _cell([r[1] for r in reports], [p[1] for p in pooled[name]], half, name, baseline, metrics)
+            _cell([r[1] for r in reports], [p[1] for p in pooled[name]], half, name, baseline, all_metrics)
             for half in halves)
         within_bleu = within_cell.scores["bleu"]
+        family = families[oracles.get(name, name)]
         rows.append(BoardRow(
             system=name,
             seeds=len(systems[name]),
             cells=[_cell([r[0] for r in reports], [p[0] for p in pooled[name]], bucket, name,
-                         baseline, metrics)
+                         baseline, all_metrics)
                    for bucket in buckets],
             beyond=beyond_cell,
             training=info,
@@ -257,50 +308,98 @@ def build_board(
             within=within_cell,
             retention=_retention(within_bleu, beyond_cell.scores["bleu"]),
             learned=(within_bleu.mean >= learned_threshold
-                     if learned_threshold > 0 and within_bleu is not None else None),
+                     if learned_threshold > 0 and within_bleu is not None and name not in oracles else None),
+            drops={bucket: family.drops[name, bucket] for bucket in buckets if (name, bucket) in family.drops},
+            oracle_of=oracles.get(name),
+            oracle_gains={bucket: gains for (system, bucket), gains in family.oracle_gains.items()
+                          if system == name},
         ))
     _rank(rows)
-    resampling = {"bs": n_bootstrap, "seed": seed} if tested else {}
-    signatures = {config.name: signature(config, 1, **resampling) for config in configs}
+    resampling = {"bs": options.n_bootstrap, "seed": options.seed} if tested else {}
+    signatures = {config.name: signature(config, 1, **resampling) for config in options.metric_configs()}
     signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
+    tokenizer = options.metric_configs()[0].build().tokenizer_signature  # BLEU's: the failure columns' tokens
+    signatures.update({metric: failure_signature(metric, tokenizer, options.short_ratio, **resampling)
+                       for metric in failure_metrics})
+    # the sizes the tables show: the buckets' (the first system's first seed's, where each has its own)
+    sizes_of = (next(iter(seed_lengths.values()))[0] if seed_lengths else []) if per_system else list(lengths)
     return Board(
         baseline=baseline, train_limit=train_limit, buckets=list(buckets),
-        sizes=[len(members) for members in bucket_members(lengths, buckets)],
-        within=within, within_size=sum(length <= train_limit for length in lengths),
-        beyond=beyond, beyond_size=sum(length > train_limit for length in lengths), rows=rows,
-        n_bootstrap=n_bootstrap, seed=seed, signatures=signatures, metrics=metrics,
+        sizes=[len(members) for members in bucket_members(sizes_of, buckets)],
+        within=within, within_size=sum(length <= train_limit for length in sizes_of),
+        beyond=beyond, beyond_size=sum(length > train_limit for length in sizes_of), rows=rows,
+        n_bootstrap=options.n_bootstrap, seed=options.seed, signatures=signatures, metrics=metrics,
         learned_threshold=learned_threshold, baseline_failure=baseline_failure,
+        failure_metrics=failure_metrics, buckets_per_system=per_system,
     )
 
 
-def _seeds(systems, segment_scores):
-    """Seed k's translations of every system that has a seed k, and their segment scores
-    (metric -> system -> scores), for k = 0, 1, ..."""
+def _seeds(systems, seed_lengths, per_seed_inputs):
+    """Seed k's translations of every system that has a seed k, their lengths and their
+    per-sentence inputs (metric or LOG_PROBS -> system -> values), for k = 0, 1, ..."""
     most = max((len(seeds) for seeds in systems.values()), default=0)
     return [({name: seeds[k] for name, seeds in systems.items() if k < len(seeds)},
-             {metric: {name: scores[k] for name, scores in by_system.items() if k < len(scores)}
-              for metric, by_system in segment_scores.items()})
+             {name: seed_lengths[name][k] for name, seeds in systems.items() if k < len(seeds)},
+             {metric: {name: values[k] for name, values in by_system.items() if k < len(values)}
+              for metric, by_system in per_seed_inputs.items()})
             for k in range(most)]
 
 
-def _per_seed_reports(lengths, references, seeds, buckets, halves, tokenize, stats):
+@dataclass(frozen=True)
+class _BoardScoring:
+    """evaluate_by_length of some of the board's systems (one seed, or seeds pooled) on its
+    buckets and on the halves of the training limit, from statistics computed once."""
+    references: Sequence[str]
+    buckets: Sequence[Bucket]
+    halves: Sequence[Bucket]
+    options: ScoringOptions
+    per_system: bool  # lengths per system (bucketed by translation length)
+
+    def reports(self, lengths, hyps, inputs, stats, resampled=False, baseline=None, oracles=None,
+                with_halves=True) -> Tuple[LengthReport, ...]:
+        """(report on the buckets[, report on the halves]) of ``hyps`` (name -> translations,
+        several seeds' one after another), their ``lengths`` (name -> one list), their
+        per-sentence ``inputs`` (metric or LOG_PROBS -> name -> values) and ``stats``; with
+        ``resampled``, intervals and tests against ``baseline``, and on the buckets the drops
+        beyond the limit and the gains of ``oracles``."""
+        n_sentences = len(next(iter(hyps.values())))
+        references = [list(self.references) * (n_sentences // len(self.references))]
+        segment = {metric: by_system for metric, by_system in inputs.items() if metric != LOG_PROBS}
+        options = dataclasses.replace(self.options, n_bootstrap=self.options.n_bootstrap if resampled else 0)
+        lengths = lengths if self.per_system else next(iter(lengths.values()))
+        return tuple(
+            evaluate_by_length(lengths, references, hyps, groups,
+                               options if groups is self.buckets else dataclasses.replace(options, train_limit=None),
+                               baseline=baseline, segment_scores=segment, log_probs=inputs.get(LOG_PROBS),
+                               oracles=oracles if groups is self.buckets else None, statistics=stats)
+            for groups in ([self.buckets, self.halves] if with_halves else [self.buckets]))
+
+
+def _per_seed_reports(scoring: _BoardScoring, seeds, stats):
     """name -> [(report on the buckets, report on within/beyond the limit)] per seed, without
     resampling; all systems' seed k (``seeds[k]``) are scored together."""
     reports: Dict[str, list] = {}
-    for (hyps, scores), seed_stats in zip(seeds, stats):
-        by_bucket, by_half = (
-            evaluate_by_length(lengths, [references], hyps, groups, metrics=METRICS,
-                               tokenize=tokenize, n_bootstrap=0, statistics=seed_stats,
-                               segment_scores=scores)
-            for groups in (buckets, halves)
-        )
+    for (hyps, lengths, inputs), seed_stats in zip(seeds, stats):
+        pair = scoring.reports(lengths, hyps, inputs, seed_stats)
         for name in hyps:
-            reports.setdefault(name, []).append((by_bucket, by_half))
+            reports.setdefault(name, []).append(pair)
     return reports
 
 
-def _pooled_tests(lengths, references, systems, segment_scores, baseline, buckets, halves,
-                  tokenize, n_bootstrap, seed, stats):
+def _pool(names, count, systems, seed_lengths, per_seed_inputs, stats):
+    """The first ``count`` seeds of ``names`` pooled: their translations, lengths,
+    per-sentence inputs and statistics, seed after seed."""
+    hyps = {name: [h for seed_hyps in systems[name][:count] for h in seed_hyps] for name in names}
+    lengths = {name: [n for seed in seed_lengths[name][:count] for n in seed] for name in names}
+    inputs = {metric: {name: [x for values in by_system[name][:count] for x in values] for name in names}
+              for metric, by_system in per_seed_inputs.items()}
+    pooled_stats = {metric: {name: np.concatenate([stats[k][metric][name] for k in range(count)])
+                             for name in names}
+                    for metric in METRICS}
+    return lengths, hyps, inputs, pooled_stats
+
+
+def _pooled_tests(scoring: _BoardScoring, systems, seed_lengths, per_seed_inputs, baseline, stats):
     """name -> [(report on the buckets, report on the halves)] of the seeds pooled with the
     baseline's (a list of one).  Systems with the same number of seeds share one
     evaluation; a system with more seeds than the baseline pools only as many as the
@@ -311,23 +410,27 @@ def _pooled_tests(lengths, references, systems, segment_scores, baseline, bucket
         by_count.setdefault(min(len(seeds), len(systems[baseline])), []).append(name)
     for count, names in sorted(by_count.items()):
         members = [baseline] + [n for n in names if n != baseline]
-        hyps = {name: [h for seed_hyps in systems[name][:count] for h in seed_hyps] for name in members}
-        pooled_stats = {metric: {name: np.concatenate([stats[k][metric][name] for k in range(count)])
-                                 for name in members}
-                        for metric in METRICS}
-        pooled_scores = {metric: {name: [x for scores in by_system[name][:count] for x in scores]
-                                  for name in members}
-                         for metric, by_system in segment_scores.items()}
-        reports = tuple(
-            evaluate_by_length(list(lengths) * count, [list(references) * count], hyps, groups,
-                               metrics=METRICS, baseline=baseline, tokenize=tokenize,
-                               n_bootstrap=n_bootstrap, seed=seed, statistics=pooled_stats,
-                               segment_scores=pooled_scores)
-            for groups in (buckets, halves)
-        )
+        reports = scoring.reports(*_pool(members, count, systems, seed_lengths, per_seed_inputs, stats),
+                                  resampled=True, baseline=baseline)
         for name in names:
             pooled[name].append(reports)
     return pooled
+
+
+def _pooled_families(scoring: _BoardScoring, systems, seed_lengths, per_seed_inputs, oracles, stats):
+    """Each free system with its oracle-length decoding, if any, on all their seeds pooled:
+    the report that has their drops beyond the limit and the oracle's gains; keyed by the
+    free system."""
+    families = {}
+    for name, seeds in systems.items():
+        if name in oracles:
+            continue
+        members = [name] + [oracle for oracle, free in oracles.items() if free == name]
+        (families[name],) = scoring.reports(*_pool(members, len(seeds), systems, seed_lengths, per_seed_inputs,
+                                                   stats),
+                                            resampled=True, baseline=name,
+                                            oracles={oracle: name for oracle in members[1:]}, with_halves=False)
+    return families
 
 
 def _cell(seed_reports: List[LengthReport], pooled: List[LengthReport], bucket: Bucket,
@@ -346,6 +449,7 @@ def _cell(seed_reports: List[LengthReport], pooled: List[LengthReport], bucket: 
         differences={metric: _difference(pooled_results[metric], baseline_results[metric])
                      if tested else None
                      for metric in metrics},
+        seed_sizes=tuple(cell.n for cell in cells),
     )
 
 
@@ -365,17 +469,23 @@ def _retention(within: Optional[Spread], beyond: Optional[Spread]) -> Optional[S
 
 def _rank(rows: List[BoardRow]) -> None:
     """Rank by mean BLEU beyond the limit, best first; equal means share a rank.  Systems
-    that did not learn the task follow, unranked, best within the limit first; rows with no
-    score (every seed failed, or no sentence beyond the limit) go last, unranked."""
+    that did not learn the task follow, unranked, best within the limit first; then the
+    oracle-length decodings, unranked (the references' lengths are no system's), in the order
+    of their free systems; rows with no score (every seed failed, or no sentence beyond the
+    limit) go last, unranked."""
     def key(row):
         score = row.beyond.scores["bleu"] if row.beyond else None
         return score.mean if score else None
 
-    not_learned = sorted((row for row in rows if row.learned is False),
+    free = [row for row in rows if row.oracle_of is None]
+    not_learned = sorted((row for row in free if row.learned is False),
                          key=lambda row: row.within.scores["bleu"].mean, reverse=True)
-    scored = sorted((row for row in rows if key(row) is not None and row.learned is not False),
+    scored = sorted((row for row in free if key(row) is not None and row.learned is not False),
                     key=key, reverse=True)
     for position, row in enumerate(scored):
         row.rank = scored[position - 1].rank if position and key(row) == key(scored[position - 1]) else position + 1
-    unranked = [row for row in rows if key(row) is None and row.learned is not False]
-    rows[:] = scored + not_learned + unranked
+    order = [row.system for row in scored + not_learned]
+    oracle_rows = sorted((row for row in rows if row.oracle_of is not None),
+                         key=lambda row: order.index(row.oracle_of) if row.oracle_of in order else len(order))
+    unranked = [row for row in free if key(row) is None and row.learned is not False]
+    rows[:] = scored + not_learned + oracle_rows + unranked

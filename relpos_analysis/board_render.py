@@ -22,29 +22,35 @@ from .board import Board, BoardCell, BoardRow, Difference, Spread
 from .buckets import Bucket
 from .figures import figure_bytes, figure_title, plt
 from .metrics import METRICS, display_decimals, display_name
+from .failures import FAILURES
 from .render import (
-    MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, bucket_fields, is_significant, segment_scores_note,
-    size_text,
+    MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, bucket_fields, change_fields, change_text, failure_note,
+    is_significant, segment_scores_note, size_text, stacked_failures,
 )
 from .tables import (
-    DASH, EMPTY, FEW, PLUS_MINUS, SENTENCES, SIGNIFICANT, TIMES, Column, Raw, Table, Text,
+    DASH, DELTA, EMPTY, FEW, MINUS, PLUS_MINUS, SENTENCES, SIGNIFICANT, TIMES, Column, Raw, Table, Text,
 )
 from .tuning import Tuning
 
 BOLD = (Raw("**", "\\textbf{"), Raw("**", "}"))
-DELTA = Raw("Δ", "$\\Delta$")
 
 
 def records(board: Board) -> List[dict]:
     """One flat record per (system, sentence set): each bucket, then "within" and "beyond"
-    (every pair within, and longer than, the training limit).  Scores have their mean, sd,
-    min, max and the per-seed values, and their difference to the baseline (seeds pooled)
-    with its 95% interval; a failed system has one record with its failure."""
+    (every pair within, and longer than, the training limit).  Scores and failure columns
+    have their mean, sd, min, max and the per-seed values, and their difference to the
+    baseline (seeds pooled) with its 95% interval; a bucket beyond the limit has each
+    metric's drop from within it (``METRIC_drop``), an oracle-length system's bucket each
+    metric's gain over the free decoding (``METRIC_oracle_gain``), both on the seeds pooled
+    with their intervals; a failed system has one record with its failure."""
     rows = []
+    metrics = board.metrics + board.failure_metrics
+    beyond_buckets = board.beyond_buckets()
     for row in board.rows:
         common = {
             "rank": row.rank, "system": row.system, "baseline": board.baseline,
-            "seeds": row.seeds, "learned": row.learned, "parameters": row.training.parameters,
+            "seeds": row.seeds, "learned": row.learned, "oracle_of": row.oracle_of,
+            "own_buckets": board.buckets_per_system, "parameters": row.training.parameters,
             "seconds_per_update": row.training.seconds_per_update,
             "step_time_ratio": row.step_time_ratio,
             "learning_rate": list(row.training.learning_rate) if row.training.learning_rate else None,
@@ -59,11 +65,20 @@ def records(board: Board) -> List[dict]:
             rows.append({**common, "set": None, "bucket": None, "bucket_lo": None,
                          "bucket_hi": None, "n": None})
         for name, bucket, cell in sets:
-            record = {**common, "set": name, **bucket_fields(bucket), "n": cell.n}
-            for metric in board.metrics:
+            record = {**common, "set": name, **bucket_fields(bucket), "n": cell.n,
+                      "n_seeds": list(cell.seed_sizes)}
+            is_bucket = name == bucket.label
+            for metric in metrics:
                 record.update(_spread_fields(metric, cell.scores[metric]))
                 record[f"{metric}_p"] = cell.p_values[metric]
-                record.update(_difference_fields(metric, cell.differences[metric]))
+                record.update(change_fields(f"{metric}_diff", cell.differences[metric]))
+                if beyond_buckets:
+                    record.update(change_fields(f"{metric}_drop", row.drops.get(bucket, {}).get(metric)
+                                                if is_bucket else None))
+                if board.oracles:
+                    record.update(change_fields(f"{metric}_oracle_gain",
+                                                row.oracle_gains.get(bucket, {}).get(metric) if is_bucket else None,
+                                                with_p=True))
             record.update(_spread_fields("length_ratio", cell.length_ratio))
             rows.append(record)
     return rows
@@ -82,9 +97,16 @@ def csv_text(board: Board) -> str:
 
 def board_tables(board: Board, title: Optional[str] = None,
                  tuning: Optional[Tuning] = None) -> List[Table]:
-    """The board, the learning-rate selection (given ``tuning``), the scores per bucket."""
+    """The board, the learning-rate selection (given ``tuning``), the scores per bucket, the
+    failures per bucket, the drop beyond the limit and, given oracle-length decodings, free
+    against oracle-length decoding."""
     selection = [tuning_table(tuning, [row.system for row in board.rows])] if tuning else []
-    return [ranking_table(board, title, tuning)] + selection + [bucket_table(board)]
+    result = [ranking_table(board, title, tuning)] + selection + [bucket_table(board), failure_table(board)]
+    if board.beyond_buckets():
+        result.append(drop_table(board))
+    if board.oracles:
+        result.append(oracle_table(board))
+    return result
 
 
 def ranking_table(board: Board, title: Optional[str] = None, tuning: Optional[Tuning] = None) -> Table:
@@ -102,21 +124,88 @@ def ranking_table(board: Board, title: Optional[str] = None, tuning: Optional[Tu
 
 
 def bucket_table(board: Board) -> Table:
-    columns = [Column("rank"), Column("system", align="l")]
-    columns += [Column(_label(bucket), display_name(metric))
-                for metric in board.metrics for bucket in board.buckets]
-    columns += [Column(_label(bucket), "length ratio") for bucket in board.buckets]
-    sizes = ["", SENTENCES] + [size_text(n) for n in board.sizes] * (len(board.metrics) + 1)
-    decimals = {metric: display_decimals(metric, [spread.mean for row in board.rows
-                                                  for cell in row.cells
-                                                  for spread in [cell.scores[metric]] if spread])
-                for metric in board.metrics}
-    rows = [sizes] + [_bucket_cells(board, row, decimals) for row in board.rows]
     notes: List[Text] = [
         ("Each bucket's scores and hypothesis/reference length ratio, as mean", PLUS_MINUS,
          "sample standard deviation over seeds; marks as in the board above.")]
-    return Table(columns, rows, head_rows=1, title="Per length bucket",
-                 notes=notes + segment_scores_note(board.metrics))
+    if board.buckets_per_system:
+        notes.append(OWN_BUCKETS_NOTE)
+    return _bucket_metrics_table(board, board.metrics, "Per length bucket", notes + segment_scores_note(board.metrics),
+                                 with_ratio=True)
+
+
+def failure_table(board: Board) -> Table:
+    return _bucket_metrics_table(board, board.failure_metrics, "Failures per length bucket",
+                                 [(failure_note(board.failure_metrics, board.signatures), " Mean", PLUS_MINUS,
+                                   "sample standard deviation over seeds.")])
+
+
+OWN_BUCKETS_NOTE = ("Buckets by each translation's own length: each system (and seed) has its own, so two "
+                    "systems' buckets hold different sentences and have no paired test; the sizes are the first "
+                    "system's first seed's (each record has its own, per seed: n_seeds).")
+
+
+def _bucket_metrics_table(board: Board, metrics: Sequence[str], title: str, notes: List[Text],
+                          with_ratio: bool = False) -> Table:
+    """A row per system, a column per metric and bucket (and the length ratio's)."""
+    columns = [Column("rank"), Column("system", align="l")]
+    columns += [Column(_label(bucket), display_name(metric)) for metric in metrics for bucket in board.buckets]
+    if with_ratio:
+        columns += [Column(_label(bucket), "length ratio") for bucket in board.buckets]
+    groups = len(metrics) + with_ratio
+    sizes = ["", SENTENCES] + [size_text(n) for n in board.sizes] * groups
+    decimals = {metric: display_decimals(metric, [spread.mean for row in board.rows
+                                                  for cell in row.cells
+                                                  for spread in [cell.scores[metric]] if spread])
+                for metric in metrics}
+    rows = [sizes] + [_bucket_cells(board, row, metrics, decimals, with_ratio) for row in board.rows]
+    return Table(columns, rows, head_rows=1, title=title, notes=notes)
+
+
+def drop_table(board: Board) -> Table:
+    """Per system, each score of every bucket beyond the training limit minus its score
+    within it, on its seeds pooled, with the 95% interval."""
+    beyond = board.beyond_buckets()
+    columns = [Column("system", align="l")] + [
+        Column(display_name(metric), (_label(bucket), MINUS, _label(board.within)))
+        for bucket in beyond for metric in board.metrics]
+    rows = [[_system_cell(board, row, remarks=False)]
+            + [change_text(row.drops[bucket][metric], display_decimals(metric, []))
+               for bucket in beyond for metric in board.metrics]
+            for row in board.rows if row.cells]
+    notes: List[Text] = [(
+        f"A bucket's score minus the score of every pair within the training limit of {board.train_limit} "
+        "tokens, each on the system's seeds pooled: negative BLEU, positive TER, is a loss. In brackets the 95% "
+        f"interval of the difference, each set resampled on its own ({board.n_bootstrap} resamples of each, seed "
+        f"{board.seed}). The records have every metric's drop, failure columns included." if board.n_bootstrap
+        else "A bucket's score minus the score within the training limit, seeds pooled; no resampling: no intervals.")]
+    return Table(columns, rows, title=f"Drop beyond the training limit ({board.train_limit} tokens)", notes=notes)
+
+
+def oracle_table(board: Board) -> Table:
+    """Per system decoded both ways, BLEU of free and of oracle-length decoding per bucket
+    (mean ± sd over seeds) and their difference on the seeds pooled, paired, with its
+    95% interval."""
+    columns = [Column("system", align="l")] + [
+        Column(label, _label(bucket)) for bucket in board.buckets
+        for label in ("BLEU free", "BLEU oracle", (DELTA, " [95% CI]"))]
+    rows = []
+    for oracle, free in board.oracles.items():
+        free_row, oracle_row = board.row(free), board.row(oracle)
+        cells: List[Text] = [free]
+        for k, bucket in enumerate(board.buckets):
+            gain = oracle_row.oracle_gains[bucket]["bleu"]
+            cells += [_score(free_row.cells[k].scores["bleu"], None, free_row.cells[k].n, 1),
+                      _score(oracle_row.cells[k].scores["bleu"], None, oracle_row.cells[k].n, 1),
+                      change_text(gain, 1, significant=is_significant(gain.p_value, free_row.cells[k].n))]
+        rows.append(cells)
+    notes: List[Text] = [(
+        "Oracle-length decoding: each sentence decoded with its reference's length in target subword tokens, end "
+        "of sentence forbidden before it and forced at it (Newman et al. 2020). BLEU as mean", PLUS_MINUS,
+        "sd over seeds; ", DELTA, ": oracle minus free on the seeds pooled, seed k of one paired with seed k of "
+        "the other, with the 95% interval of the paired resamples; ", SIGNIFICANT,
+        f" p < {SIGNIFICANCE_LEVEL} (paired bootstrap resampling). What oracle lengths win beyond the limit is what "
+        "the decision to stop cost there; what is left of the drop is not the stopping decision.")]
+    return Table(columns, rows, title="Free and oracle-length decoding", notes=notes)
 
 
 def tuning_table(tuning: Tuning, order: Sequence[str] = ()) -> Table:
@@ -210,9 +299,51 @@ def length_ratio_plot(board: Board, mean_lengths: Sequence[float], title: Option
                        reference_line=1.0)
 
 
+def failures_plot(board: Board, title: Optional[str] = None) -> bytes:
+    """The failure shares of each bucket (mean over seeds) stacked, a panel per system."""
+    shares = {row.system: [[cell.scores[failure].mean if cell.scores[failure] else None for cell in row.cells]
+                           for failure in FAILURES]
+              for row in board.rows if row.cells}
+    return stacked_failures(shares, [bucket.label for bucket in board.buckets], title, ["png"])["png"]
+
+
+def oracle_plot(board: Board, mean_lengths: Sequence[float], title: Optional[str] = None) -> bytes:
+    """BLEU against the bucket's mean length relative to the limit, a panel per system decoded
+    both ways: free decoding solid, oracle-length decoding dashed, each with a band from the
+    lowest to the highest seed."""
+    pairs = list(board.oracles.items())
+    figure, axes = plt.subplots(1, max(len(pairs), 1), figsize=(4.6 * max(len(pairs), 1) + 1, 4.2),
+                                layout="constrained", squeeze=False, sharey=True)
+    positions = [length / board.train_limit for length in mean_lengths]
+    for axis, (oracle, free) in zip(axes[0], pairs):
+        for system, label, style in ((free, "free", "-"), (oracle, "oracle length", "--")):
+            points = [(x, cell.scores["bleu"]) for x, cell in zip(positions, board.row(system).cells)
+                      if cell.scores["bleu"] is not None]
+            xs = [x for x, _ in points]
+            line, = axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3, label=label)
+            axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points],
+                              color=line.get_color(), alpha=0.15, linewidth=0)
+        axis.axvline(1.0, color="gray", linestyle=":", linewidth=1)
+        axis.set_title(free)
+        axis.set_xlabel(f"mean length / training limit ({board.train_limit})")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="small")
+    if not pairs:
+        axes[0][0].text(0.5, 0.5, "no oracle-length decoding given (--oracle-decoding ORACLE=FREE)",
+                        ha="center", va="center", wrap=True, transform=axes[0][0].transAxes)
+    axes[0][0].set_ylabel("BLEU (mean over seeds; band: lowest to highest seed)")
+    if title:
+        figure_title(figure, title)
+    rendered = figure_bytes(figure, "png")
+    plt.close(figure)
+    return rendered
+
+
 def _legend_label(row: BoardRow) -> str:
     if row.rank:
         return f"{row.rank}. {row.system}"
+    if row.oracle_of:
+        return f"{row.system} (oracle length)"
     return row.system + (" (did not learn)" if row.learned is False else "")
 
 
@@ -224,6 +355,8 @@ def _system_cell(board: Board, row: BoardRow, remarks: bool) -> Text:
     """The system's name, and with ``remarks`` why it is not ranked or not complete."""
     name = row.system + (" (baseline)" if row.system == board.baseline else "")
     why = ["did not learn"] if row.learned is False else []
+    if row.oracle_of:
+        why.append(f"oracle-length decoding of {row.oracle_of}")
     if row.failure:
         why.append(f"{'failed' if not row.cells else 'some seeds failed'}: {row.failure}")
     return (name, DASH, "; ".join(why)) if remarks and why else name
@@ -245,14 +378,17 @@ def _ranking_cells(board: Board, row: BoardRow) -> List[Text]:
                     _difference(beyond.differences["bleu"])]
 
 
-def _bucket_cells(board: Board, row: BoardRow, decimals: Dict[str, int]) -> List[Text]:
+def _bucket_cells(board: Board, row: BoardRow, metrics: Sequence[str], decimals: Dict[str, int],
+                  with_ratio: bool) -> List[Text]:
     cells = [str(row.rank) if row.rank else EMPTY, _system_cell(board, row, remarks=False)]
     if not row.cells:
-        return cells + [EMPTY] * ((len(board.metrics) + 1) * len(board.buckets))
-    for metric in board.metrics:
+        return cells + [EMPTY] * ((len(metrics) + with_ratio) * len(board.buckets))
+    for metric in metrics:
         cells += [_score(cell.scores[metric], cell.p_values[metric], cell.n, decimals[metric])
                   for cell in row.cells]
-    return cells + [_score(cell.length_ratio, None, cell.n, 2) for cell in row.cells]
+    if with_ratio:
+        cells += [_score(cell.length_ratio, None, cell.n, 2) for cell in row.cells]
+    return cells
 
 
 def rate_text(rate: float) -> str:
@@ -304,6 +440,11 @@ def _notes(board: Board, tuning: Optional[Tuning]) -> List[Text]:
     else:
         scores.append(".")
     notes = [tuple(scores)]
+    if board.oracles:
+        notes.append("An oracle-length decoding (its system decoded with each reference's length) is listed after "
+                     "the ranked systems, unranked: the references' lengths are no system's.")
+    if board.buckets_per_system:
+        notes.append(OWN_BUCKETS_NOTE)
     if board.baseline_failure is not None:
         notes.append(f"The baseline, {board.baseline}, has no translations "
                      f"({board.baseline_failure}): no paired tests.")
@@ -322,12 +463,6 @@ def _notes(board: Board, tuning: Optional[Tuning]) -> List[Text]:
                  "num_updates). Retention: BLEU beyond the limit over BLEU within it, per seed. "
                  f"Step time: median seconds per training update relative to {board.baseline}.")
     return notes
-
-
-def _difference_fields(metric: str, value: Optional[Difference]) -> Dict[str, object]:
-    return {f"{metric}_diff": value.value if value else None,
-            f"{metric}_diff_ci_lo": value.ci_lo if value else None,
-            f"{metric}_diff_ci_hi": value.ci_hi if value else None}
 
 
 def _spread_fields(name: str, value: Optional[Spread]) -> Dict[str, object]:

@@ -1,14 +1,18 @@
 """What the package's commands (relpos_analysis.report, relpos_analysis.leaderboard) share: one-line
-errors with exit status 2, outputs checked before any work, and the files written before
-the table is printed."""
+errors with exit status 2, outputs checked before any work, the files written before the
+table is printed, and the options of the failure columns, oracle-length decoding and the
+side lengths are counted on."""
 import argparse
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
-from .io import InputError, write_files
+from .failures import SHORT_RATIO
+from .io import InputError, parse_named, parse_named_lists, write_files
+
+LENGTH_SIDES = ("source", "reference", "hypothesis", "longer")
 
 
 class Parser(argparse.ArgumentParser):
@@ -92,3 +96,94 @@ def check_writable(paths: Iterable[Path]) -> None:
         except OSError as err:
             raise InputError(f"cannot write {path}: {folder} is not writable "
                              f"({err.strerror or err})") from None
+
+
+def add_length_side_options(group, per_seed: bool) -> None:
+    """--length-by, --reference-lengths and --system-lengths (with ``per_seed``, a file per
+    seed of each system)."""
+    files = "F[,F...]" if per_seed else "F"
+    group.add_argument("--length-by", choices=LENGTH_SIDES, metavar="SIDE",
+                       help="what a sentence's length is: source (default), reference (the first), "
+                       "hypothesis (each system's own translation" + (" and seed's" if per_seed else "")
+                       + ": each then has its own buckets, and only sets of the same sentences are "
+                       "tested) or longer (the longer of source and reference)")
+    group.add_argument("--reference-lengths", metavar="F",
+                       help="the reference's length is the whitespace tokens of F (its segmented form, "
+                       "e.g. the test set's seg.tgt) instead of the reference's text")
+    group.add_argument("--system-lengths", action="append", default=[], metavar=f"NAME={files}",
+                       help="with --length-by hypothesis: a system's lengths are the whitespace tokens "
+                       "of its segmented translation (the translate tool's hyp.seg" + (", a file per seed "
+                       "in --system's order" if per_seed else "") + ") instead of its text; every system or none")
+
+
+def add_failure_options(group, per_seed: bool) -> None:
+    """--system-scores, --oracle-decoding and --short-ratio (with ``per_seed``, a file per
+    seed of each system)."""
+    files = "F[,F...]" if per_seed else "F"
+    group.add_argument("--system-scores", action="append", default=[], metavar=f"NAME={files}",
+                       help="a system's mean log2-probability per token of each translation, one per line "
+                       "(the translate tool's hyp.scores, or fairseq-generate's output: the mean of each "
+                       "P- line)" + (", a file per seed in --system's order" if per_seed else "")
+                       + ": the failure column 'log2 p/token'; every system or none")
+    group.add_argument("--oracle-decoding", action="append", default=[], metavar="ORACLE=FREE",
+                       help="system ORACLE is system FREE's model decoded with each reference's length "
+                       "(fairseq-generate --task relpos_translation --oracle-length)"
+                       + (", seed k of one decoding seed k of the other; listed unranked" if per_seed else "")
+                       + ": a table and a plot of the two side by side, with their paired difference per bucket")
+    group.add_argument("--short-ratio", type=float, default=SHORT_RATIO, metavar="R",
+                       help=f"a translation with fewer tokens than R times its reference's is 'short' "
+                       f"(default: {SHORT_RATIO})")
+
+
+def every_system_or_none(specs: Sequence[str], option: str, seeds: Dict[str, int],
+                         per_seed: bool) -> Dict[str, List[str]]:
+    """``NAME=F`` options (with ``per_seed``, ``NAME=F[,F...]``, a file per seed) -> {name:
+    [files]}: each NAME a system of ``seeds`` (name -> its number of seeds) with a file per
+    seed, and every system given or none."""
+    files = (dict(parse_named_lists(specs, option, "NAME=F[,F...]")) if per_seed
+             else {name: [path] for name, path in parse_named(specs, option, "NAME=F")})
+    unknown = [name for name in files if name not in seeds]
+    if unknown:
+        raise InputError(f"{option} {unknown[0]}: no --system has that name")
+    absent = [name for name in seeds if name not in files]
+    if files and absent:
+        raise InputError(f"{option} gives no file for {', '.join(absent)}: every system or none")
+    for name, paths in files.items():
+        if len(paths) != seeds[name]:
+            raise InputError(f"{option} {name}: {len(paths)} files for the {seeds[name]} seeds of --system {name}")
+    return files
+
+
+def check_oracles(pairs: Sequence[Tuple[str, str]], seeds: Dict[str, int]) -> Dict[str, str]:
+    """``--oracle-decoding ORACLE=FREE`` pairs as {oracle: free}: both systems given (``seeds``:
+    name -> its number of seeds) with as many seeds, FREE no oracle-length decoding itself,
+    one oracle-length decoding per free system."""
+    oracles = dict(pairs)
+    for oracle, free in oracles.items():
+        unknown = [name for name in (oracle, free) if name not in seeds]
+        if unknown:
+            raise InputError(f"--oracle-decoding {oracle}={free}: {unknown[0]!r} is no --system")
+        if oracle == free or free in oracles:
+            raise InputError(f"--oracle-decoding {oracle}={free}: FREE must be a freely decoded system, "
+                             "not itself or another oracle-length one")
+        if seeds[oracle] != seeds[free]:
+            raise InputError(f"--oracle-decoding {oracle}={free}: {seeds[oracle]} files for {seeds[free]} seeds; "
+                             f"seed k of {oracle} decodes seed k of {free}")
+    frees = list(oracles.values())
+    twice = sorted({free for free in frees if frees.count(free) > 1})
+    if twice:
+        raise InputError(f"--oracle-decoding gives {', '.join(twice)} more than one oracle-length decoding")
+    return oracles
+
+
+def length_side(args, side: str) -> str:
+    """``side`` (what --length-by asks for, or "given" for --length-file), checked against
+    the options that give lengths."""
+    if args.length_file and args.length_by:
+        raise InputError("--length-file already gives the lengths; drop --length-by")
+    if args.system_lengths and side != "hypothesis":
+        raise InputError("--system-lengths gives the translations' lengths: it goes with --length-by hypothesis")
+    if args.reference_lengths and side not in ("reference", "longer"):
+        raise InputError("--reference-lengths gives the reference's lengths: it goes with --length-by "
+                         "reference or longer")
+    return side

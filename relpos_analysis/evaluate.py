@@ -1,11 +1,14 @@
-"""Scores, confidence intervals and paired tests of several systems per length bucket."""
+"""Scores, confidence intervals and paired tests of several systems per length bucket; the
+failures of their translations per bucket (relpos_analysis.failures); the drop of each score
+from within a training-length limit to each bucket beyond it; and what decoding with the
+references' lengths changes (oracle-length decoding, relpos_analysis.docs: docs/analysis.md)."""
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import bootstrap
+from . import bootstrap, failures
 from .buckets import Bucket, bucket_members
 from .cache import StatisticsCache
 from .io import InputError, check_parallel
@@ -16,6 +19,60 @@ from .metrics import (
 
 PAIRED_TESTS = ("bs", "ar")
 TEST_NAMES = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomization"}
+
+
+@dataclass(frozen=True)
+class ScoringOptions:
+    """How sentences are scored and resampled, and where the work goes: one object for the
+    report, the leaderboard and the library.
+
+    ``metrics``: sacrebleu's metrics to compute; ``tokenize``, ``lowercase``, ``target_lang``:
+    their options (``tokenize`` None: sacrebleu's tokenizer for ``target_lang``); resampling:
+    ``n_bootstrap`` resamples for intervals and the paired bootstrap (0: none),
+    ``paired_test`` "bs" or "ar" (``ar_trials`` trials), ``seed``; ``short_ratio``: a
+    translation below this share of its reference's tokens is "short"
+    (relpos_analysis.failures); ``train_limit``: the training-length limit, from which each
+    bucket beyond it is compared with the sentences within it (None: no such comparison);
+    ``workers`` processes compute sentence statistics, read from and added to ``cache``
+    (relpos_analysis.cache); ``progress`` receives a line with the time of each stage."""
+    metrics: Tuple[str, ...] = METRICS
+    tokenize: Optional[str] = None
+    lowercase: bool = False
+    target_lang: str = ""
+    n_bootstrap: int = 1000
+    seed: int = 12345
+    paired_test: str = "bs"
+    ar_trials: int = 10000
+    short_ratio: float = failures.SHORT_RATIO
+    train_limit: Optional[int] = None
+    workers: int = 2
+    cache: Optional[StatisticsCache] = None
+    progress: Optional[Callable[[str], None]] = None
+
+    def metric_configs(self) -> List[MetricConfig]:
+        return [MetricConfig(name, self.tokenize, self.lowercase, self.target_lang) for name in self.metrics]
+
+    def check(self, n_sentences: int = 0) -> None:
+        """Refuse options no report can run with (given ``n_sentences``, also resampling
+        that would not fit in memory)."""
+        if self.paired_test not in PAIRED_TESTS:
+            raise InputError(f"unknown paired test {self.paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
+        check_resampling(self.n_bootstrap, self.ar_trials, self.seed, n_sentences, self.paired_test)
+        if not 0 < self.short_ratio <= 1:
+            raise InputError(f"--short-ratio is a share of the reference's length, above 0 and at most 1, "
+                             f"got {self.short_ratio:g}")
+        if self.train_limit is not None and self.train_limit < 0:
+            raise InputError(f"--train-limit must not be negative, got {self.train_limit}")
+        if self.workers < 1:
+            raise InputError(f"--workers must be at least 1, got {self.workers}")
+
+    @property
+    def resampling(self) -> dict:
+        """The resampling as signatures show it."""
+        shown = {"seed": self.seed, "bs": self.n_bootstrap or None}
+        if self.paired_test == "ar":
+            shown["ar"] = self.ar_trials
+        return shown
 
 
 @dataclass
@@ -47,13 +104,37 @@ class Cell:
     identical_to_baseline: bool = False
 
 
+@dataclass(frozen=True)
+class Change:
+    """A difference of one metric's scores with its 95% bootstrap interval (None without
+    resampling or sentences) and, where the two sides are the same sentences, the paired
+    test's p-value."""
+    value: Optional[float]
+    ci_lo: Optional[float] = None
+    ci_hi: Optional[float] = None
+    p_value: Optional[float] = None
+
+
 @dataclass
 class LengthReport:
+    """``lengths[system]``: each sentence's length as ``system``'s buckets count it, and
+    ``sizes[system]`` its buckets' sizes; the same for every system unless
+    ``buckets_per_system`` (bucketed by each system's own translation): then the systems'
+    buckets hold different sentences, and only the whole set has paired tests.
+
+    ``metrics`` are the scores (sacrebleu's, then those computed elsewhere), ``failure_metrics``
+    the failure shares of relpos_analysis.failures (and the mean log-probability where
+    given); ``cells`` hold both.  ``drops[(system, bucket)][metric]``: the bucket's score
+    minus the score of every sentence within ``train_limit``.  ``oracles`` maps each
+    oracle-length system to the system it is the free decoding of, and
+    ``oracle_gains[(oracle, bucket)][metric]`` is its score minus the free system's on the
+    free system's bucket (the whole set for ``None``).  ``failed`` lists the systems that
+    could not be scored, and why."""
     systems: List[str]
     baseline: str
     buckets: List[Bucket]
-    sizes: List[int]
-    lengths: List[int]
+    sizes: Dict[str, List[int]]
+    lengths: Dict[str, List[int]]
     metrics: List[str]
     signatures: Dict[str, str]
     paired_test: str
@@ -61,113 +142,228 @@ class LengthReport:
     ar_trials: int
     seed: int
     cells: List[Cell]
+    failure_metrics: List[str] = field(default_factory=list)
+    buckets_per_system: bool = False
+    train_limit: Optional[int] = None
+    drops: Dict[Tuple[str, Bucket], Dict[str, Change]] = field(default_factory=dict)
+    oracles: Dict[str, str] = field(default_factory=dict)
+    oracle_gains: Dict[Tuple[str, Optional[Bucket]], Dict[str, Change]] = field(default_factory=dict)
+    failed: Dict[str, str] = field(default_factory=dict)
 
     def cell(self, system: str, bucket: Optional[Bucket]) -> Cell:
         return next(c for c in self.cells if c.system == system and c.bucket == bucket)
 
     @property
+    def n_sentences(self) -> int:
+        return len(next(iter(self.lengths.values())))
+
+    @property
     def has_significance(self) -> bool:
         return self.paired_test == "ar" or self.n_bootstrap > 0
 
+    @property
+    def all_metrics(self) -> List[str]:
+        return self.metrics + self.failure_metrics
+
+    def beyond_buckets(self) -> List[Bucket]:
+        """The buckets whose every length is beyond the training limit (none without one)."""
+        if self.train_limit is None:
+            return []
+        return [bucket for bucket in self.buckets if bucket.lo > self.train_limit]
+
+    def within_bucket(self) -> Optional[Bucket]:
+        return None if self.train_limit is None else Bucket(0, self.train_limit)
+
+
+Lengths = Union[Sequence[int], Mapping[str, Sequence[int]]]
+
 
 def evaluate_by_length(
-    lengths: Sequence[int],
+    lengths: Lengths,
     references: Sequence[Sequence[str]],
     systems: Dict[str, Sequence[str]],
     buckets: Sequence[Bucket],
-    metrics: Sequence[str] = METRICS,
+    options: ScoringOptions = ScoringOptions(),
     baseline: Optional[str] = None,
-    tokenize: Optional[str] = None,
-    lowercase: bool = False,
-    target_lang: str = "",
-    n_bootstrap: int = 1000,
-    seed: int = 12345,
-    paired_test: str = "bs",
-    ar_trials: int = 10000,
-    workers: int = 2,
-    cache: Optional[StatisticsCache] = None,
-    progress: Optional[Callable[[str], None]] = None,
-    statistics: Optional[Dict[str, Dict[str, np.ndarray]]] = None,
     segment_scores: Optional[Dict[str, Dict[str, Sequence[float]]]] = None,
+    log_probs: Optional[Dict[str, Sequence[float]]] = None,
+    oracles: Optional[Dict[str, str]] = None,
+    statistics: Optional[Dict[str, Dict[str, np.ndarray]]] = None,
 ) -> LengthReport:
-    """Every system's corpus scores on every bucket and on the whole set.
+    """Every system's corpus scores and failure shares on every bucket and on the whole set.
 
-    ``references`` holds one stream per reference translation; ``systems`` maps names to
-    hypotheses, in the order they are to be reported.  The baseline (default: the first
-    system) is what the paired test compares each other system with, bucket by bucket.
-    Sentence statistics are read from and added to ``cache`` (see relpos_analysis.cache), or given
-    as ``statistics`` (``[metric][system]``, as sentence_statistics returns them) where the
-    caller has them already, e.g. for the same translations in other buckets;
-    ``progress`` receives a line with the time of each stage.  ``segment_scores`` maps a
+    ``lengths`` is each sentence's length, or a mapping from every system to its own (e.g.
+    its translations' lengths: each system then has its own buckets).  ``references`` holds
+    one stream per reference translation; ``systems`` maps names to hypotheses, in the order
+    they are to be reported.  The baseline (default: the first system) is what the paired
+    test compares each other system with, bucket by bucket.  ``segment_scores`` maps a
     metric computed elsewhere (COMET, MetricX, ...) to every system's score of each
-    sentence: such a metric follows ``metrics``, and its score on a set of sentences is
-    their mean, with the same intervals and paired tests.
+    sentence: such a metric follows ``options.metrics``, and its score on a set of sentences
+    is their mean, with the same intervals and paired tests.  ``log_probs`` gives every
+    system's mean log2-probability per token of each translation (the failure column
+    ``logprob``).  ``oracles`` maps a system decoded with the references' lengths to the
+    system it is the free decoding of (both in ``systems``).  Sentence statistics are
+    computed (see ScoringOptions), or given as ``statistics`` (``[metric][system]``, as
+    sentence_statistics returns them) where the caller has them already, e.g. for the same
+    translations in other buckets.
     """
     names = list(systems)
     segment_scores = dict(segment_scores or {})
-    parallel = [("the lengths", lengths)]
-    parallel += [(f"reference {k + 1}", stream) for k, stream in enumerate(references)]
+    oracles = dict(oracles or {})
+    per_system = isinstance(lengths, Mapping)
+    system_lengths = ({name: list(lengths[name]) for name in names if name in lengths} if per_system
+                      else {name: list(lengths) for name in names})
+    parallel = [(f"reference {k + 1}", stream) for k, stream in enumerate(references)]
     parallel += [(f"system {name}", hyps) for name, hyps in systems.items()]
+    absent = [name for name in names if name not in system_lengths]
+    if absent:
+        raise InputError(f"no lengths for {', '.join(absent)}: bucketed by system, every system needs its own")
+    parallel += [(f"the lengths of {name}" if per_system else "the lengths", values)
+                 for name, values in system_lengths.items()]
     for metric, by_system in segment_scores.items():
-        if metric in METRICS or metric in metrics:
+        if metric in METRICS or metric in options.metrics or metric in failures.DISPLAY_NAMES:
             raise InputError(f"segment scores named {metric!r}, like a computed metric")
-        absent = [name for name in names if name not in by_system]
-        if absent:
-            raise InputError(f"no {metric} segment scores for {', '.join(absent)}: every system "
-                             "needs them, to be tested against the baseline")
+        _check_every_system(by_system, names, f"{metric} segment scores")
         parallel += [(f"{metric} scores of {name}", by_system[name]) for name in names]
+    if log_probs is not None:
+        _check_every_system(log_probs, names, "log-probabilities")
+        parallel += [(f"log-probabilities of {name}", log_probs[name]) for name in names]
+    for oracle, free in oracles.items():
+        if oracle not in systems or free not in systems or oracle == free:
+            raise InputError(f"oracle-length system {oracle!r} of {free!r}: both must be systems of the report, "
+                             "and not the same one")
     check_parallel(parallel)
     check_baseline(baseline, names)
     baseline = names[0] if baseline is None else baseline
-    if paired_test not in PAIRED_TESTS:
-        raise InputError(f"unknown paired test {paired_test!r}; choose {' or '.join(PAIRED_TESTS)}")
-    check_resampling(n_bootstrap, ar_trials, seed, len(lengths), paired_test)
+    n_sentences = len(references[0])
+    options.check(n_sentences)
 
-    configs = [MetricConfig(name, tokenize, lowercase, target_lang) for name in metrics]
+    configs = options.metric_configs()
     if statistics is None:
-        stats = sentence_statistics(configs, references, systems, workers, cache, progress)
+        stats = sentence_statistics(configs, references, systems, options.workers, options.cache,
+                                    options.progress)
     else:
-        stats = {metric: {name: statistics[metric][name] for name in names} for metric in metrics}
+        stats = {metric: {name: statistics[metric][name] for name in names} for metric in options.metrics}
         for metric, by_system in stats.items():
             for name, rows in by_system.items():
-                if len(rows) != len(lengths):
+                if len(rows) != n_sentences:
                     raise ValueError(f"statistics of {name} ({metric}): {len(rows)} sentences, "
-                                     f"expected {len(lengths)}")
+                                     f"expected {n_sentences}")
     scorers = {config.name: config.build() for config in configs}
     for metric, by_system in segment_scores.items():
         scorers[metric] = SegmentMean(metric)
-        stats[metric] = {name: segment_statistics(by_system[name]) for name in names}
-    start_time = time.perf_counter()
-    scoring = _SubsetScoring(names, baseline, scorers, stats, n_bootstrap, seed, paired_test,
-                             ar_trials)
-    members = bucket_members(lengths, buckets)
-    groups = list(zip(buckets, members)) + [(None, list(range(len(lengths))))]
-    cells = [cell for bucket, indices in groups for cell in scoring.cells(bucket, indices)]
-    if progress is not None:
-        stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in scoring.seconds.items())
-        progress(f"scores of {len(groups)} sentence sets: {time.perf_counter() - start_time:.1f} s"
-                 + (f" ({stages})" if stages else ""))
+        stats[metric] = {name: segment_statistics(by_system[name], f"{metric} scores of {name}")
+                         for name in names}
+    failure_metrics = list(failures.FAILURES) + ([failures.LOG_PROB] if log_probs is not None else [])
+    tokenizer = MetricConfig("bleu", options.tokenize, options.lowercase, options.target_lang).build()
+    reference_tokens = [tokenizer._preprocess_segment(line).split() for line in references[0]]
+    flags = {name: failures.failure_flags([tokenizer._preprocess_segment(line).split() for line in hyps],
+                                          reference_tokens, options.short_ratio)
+             for name, hyps in systems.items()}
+    for metric in failure_metrics:
+        scorers[metric] = SegmentMean(metric)
+        stats[metric] = {name: segment_statistics(log_probs[name] if metric == failures.LOG_PROB
+                                                  else flags[name][metric], f"{metric} of {name}")
+                         for name in names}
 
-    resampling = {"seed": seed, "bs": n_bootstrap or None}
-    if paired_test == "ar":
-        resampling["ar"] = ar_trials
-    signatures = {config.name: signature(config, len(references), **resampling)
-                  for config in configs}
+    start_time = time.perf_counter()
+    scoring = _SubsetScoring(names, baseline, scorers, stats, options)
+    members = {name: bucket_members(system_lengths[name], buckets) for name in names}
+    everything = list(range(n_sentences))
+    cells: List[Cell] = []
+    for k, bucket in enumerate(buckets):
+        if per_system:
+            cells += [cell for name in names
+                      for cell in scoring.alone(name).cells(bucket, members[name][k])]
+        else:
+            cells += scoring.cells(bucket, members[names[0]][k])
+    cells += scoring.cells(None, everything)
+    drops = _drops(scoring, names, system_lengths, buckets, options.train_limit, per_system)
+    oracle_gains = {}
+    for oracle, free in oracles.items():
+        pair = scoring.subset([free, oracle], free)
+        for bucket, indices in list(zip(buckets, members[free])) + [(None, everything)]:
+            free_cell, oracle_cell = pair.cells(bucket, indices)
+            oracle_gains[oracle, bucket] = {
+                metric: Change(_minus(result.score, free_cell.results[metric].score),
+                               result.difference_ci_lo, result.difference_ci_hi, result.p_value)
+                for metric, result in oracle_cell.results.items()}
+    if options.progress is not None:
+        stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in scoring.seconds.items())
+        options.progress(f"scores of {len(buckets) + 1} sentence sets: {time.perf_counter() - start_time:.1f} s"
+                         + (f" ({stages})" if stages else ""))
+
+    resampling = options.resampling
+    signatures = {config.name: signature(config, len(references), **resampling) for config in configs}
     signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
+    signatures.update({metric: failures.signature(metric, tokenizer.tokenizer_signature, options.short_ratio,
+                                                  **resampling)
+                       for metric in failure_metrics})
     return LengthReport(
         systems=names,
         baseline=baseline,
         buckets=list(buckets),
-        sizes=[len(indices) for indices in members],
-        lengths=list(lengths),
-        metrics=list(metrics) + list(segment_scores),
+        sizes={name: [len(indices) for indices in members[name]] for name in names},
+        lengths=system_lengths,
+        metrics=list(options.metrics) + list(segment_scores),
         signatures=signatures,
-        paired_test=paired_test,
-        n_bootstrap=n_bootstrap,
-        ar_trials=ar_trials,
-        seed=seed,
+        paired_test=options.paired_test,
+        n_bootstrap=options.n_bootstrap,
+        ar_trials=options.ar_trials,
+        seed=options.seed,
         cells=cells,
+        failure_metrics=failure_metrics,
+        buckets_per_system=per_system,
+        train_limit=options.train_limit,
+        drops=drops,
+        oracles=oracles,
+        oracle_gains=oracle_gains,
     )
+
+
+def _check_every_system(by_system, names: Sequence[str], what: str) -> None:
+    absent = [name for name in names if name not in by_system]
+    if absent:
+        raise InputError(f"no {what} for {', '.join(absent)}: every system needs them, to be tested "
+                         "against the baseline")
+
+
+def _minus(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else a - b
+
+
+def _drops(scoring, names, system_lengths, buckets, train_limit, per_system):
+    """(system, bucket beyond the limit) -> metric -> the bucket's score minus the score of
+    every sentence within the limit, with the 95% interval of the difference of independent
+    resamples of the two sets (they hold different sentences: nothing to pair)."""
+    if train_limit is None:
+        return {}
+    beyond = [(k, bucket) for k, bucket in enumerate(buckets) if bucket.lo > train_limit]
+    groups = [[name] for name in names] if per_system else [names]
+    drops = {}
+    for group in groups:
+        part = scoring.alone(group[0]) if per_system else scoring
+        lengths = system_lengths[group[0]]
+        within = [i for i, length in enumerate(lengths) if length <= train_limit]
+        # resample each set with its own stream: the bucket's number keys it, 0 the within set
+        within_scores, within_resampled = part.scores(within), part.resampled(within, 0)
+        for k, bucket in beyond:
+            indices = [i for i, length in enumerate(lengths) if bucket.contains(length)]
+            bucket_scores, bucket_resampled = part.scores(indices), part.resampled(indices, k + 1)
+            for name in group:
+                drops[name, bucket] = {
+                    metric: _drop(bucket_scores[name][metric], within_scores[name][metric],
+                                  bucket_resampled, within_resampled, metric, name)
+                    for metric in scoring.scorers}
+    return drops
+
+
+def _drop(bucket_score, within_score, bucket_resampled, within_resampled, metric, name) -> Change:
+    value = _minus(bucket_score, within_score)
+    if value is None or bucket_resampled is None or within_resampled is None:
+        return Change(value)
+    return Change(value, *bootstrap.confidence_interval(
+        np.subtract(bucket_resampled[metric][name], within_resampled[metric][name])))
 
 
 def check_baseline(baseline: Optional[str], names: Sequence[str]) -> None:
@@ -188,20 +384,33 @@ def check_resampling(n_bootstrap: int, ar_trials: int, seed: int, n_sentences: i
 
 
 class _SubsetScoring:
-    """Scores, intervals and p-values of every system on any subset of the sentences,
-    from the sentence statistics computed once."""
+    """Scores, intervals and p-values of the systems ``names`` on any subset of the
+    sentences, from the sentence statistics computed once."""
 
-    def __init__(self, names, baseline, scorers, stats, n_bootstrap, seed, paired_test, ar_trials):
+    def __init__(self, names, baseline, scorers, stats, options: ScoringOptions, seconds=None):
         self.names, self.baseline, self.scorers, self.stats = names, baseline, scorers, stats
-        self.n_bootstrap, self.seed = n_bootstrap, seed
-        self.paired_test, self.ar_trials = paired_test, ar_trials
-        # seconds per stage, for the progress line
-        self.seconds: Dict[str, float] = {}
+        self.options = options
+        # seconds per stage, for the progress line (shared with the subsets' scorings)
+        self.seconds: Dict[str, float] = {} if seconds is None else seconds
+
+    def subset(self, names: Sequence[str], baseline: str) -> "_SubsetScoring":
+        """The same scoring of fewer systems, tested against ``baseline``."""
+        return _SubsetScoring(list(names), baseline, self.scorers, self.stats, self.options, self.seconds)
+
+    def alone(self, name: str) -> "_SubsetScoring":
+        """``name`` on its own: intervals, no test."""
+        return self.subset([name], name)
 
     def _timed(self, stage: str, since: float) -> float:
         now = time.perf_counter()
         self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
         return now
+
+    def scores(self, indices: Sequence[int]) -> Dict[str, Dict[str, Optional[float]]]:
+        """``scores[system][metric]`` on the sentences ``indices`` (None for none)."""
+        return {name: {metric: corpus_score(scorer, self.stats[metric][name], indices).score if indices else None
+                       for metric, scorer in self.scorers.items()}
+                for name in self.names}
 
     def cells(self, bucket: Optional[Bucket], indices: List[int]) -> List[Cell]:
         """Every system's cell on the sentences ``indices``."""
@@ -221,8 +430,9 @@ class _SubsetScoring:
             for name in self.names
         }
         since = self._timed("bucket scores", since)
-        if self.n_bootstrap > 0:
-            resampled = self._bootstrap_scores(indices)
+        options = self.options
+        if options.n_bootstrap > 0:
+            resampled = self.resampled(indices)
             since = time.perf_counter()
             for name in self.names:
                 for metric in self.scorers:
@@ -232,13 +442,13 @@ class _SubsetScoring:
                     if name != self.baseline:
                         result.difference_ci_lo, result.difference_ci_hi = bootstrap.confidence_interval(
                             np.subtract(scores, resampled[metric][self.baseline]))
-                    if self.paired_test == "bs" and name != self.baseline:
+                    if options.paired_test == "bs" and name != self.baseline:
                         result.p_value = bootstrap.paired_bootstrap_p_value(
                             scores, resampled[metric][self.baseline],
                             abs(result.score - results[self.baseline][metric].score),
                         )
             since = self._timed("intervals and paired tests", since)
-        if self.paired_test == "ar":
+        if options.paired_test == "ar":
             for name in self.names:
                 if name == self.baseline:
                     continue
@@ -249,7 +459,7 @@ class _SubsetScoring:
                         self.stats[metric][name][indices],
                         self.stats[metric][self.baseline][indices],
                         abs(result.score - results[self.baseline][metric].score),
-                        self.ar_trials, self.seed,
+                        options.ar_trials, options.seed,
                     )
             self._timed("approximate randomization", since)
         return [
@@ -264,13 +474,19 @@ class _SubsetScoring:
                                   self.stats[metric][self.baseline][indices])
                    for metric in self.scorers)
 
-    def _bootstrap_scores(self, indices: List[int]) -> Dict[str, Dict[str, List[float]]]:
-        """``scores[metric][system]`` of the bootstrap resamples; all systems and metrics
-        on the same resamples."""
+    def resampled(self, indices: Sequence[int],
+                  stream: Optional[int] = None) -> Optional[Dict[str, Dict[str, List[float]]]]:
+        """``scores[metric][system]`` of the bootstrap resamples of ``indices`` (None without
+        resampling or sentences); all systems and metrics on the same resamples.  Drawn as
+        sacrebleu draws them from the seed, or with ``stream``, from the seed and the stream's
+        number: resamples of other sentence sets independent of these."""
+        if not self.options.n_bootstrap or not len(indices):
+            return None
         since = time.perf_counter()
         columns = [(metric, name) for metric in self.scorers for name in self.names]
         blocks = [self.stats[metric][name][indices] for metric, name in columns]
-        resamples = bootstrap.resample_indices(len(indices), self.n_bootstrap, self.seed)
+        seed = self.options.seed if stream is None else [self.options.seed, stream]
+        resamples = bootstrap.resample_indices(len(indices), self.options.n_bootstrap, seed)
         since = self._timed("resample draws", since)
         sums = bootstrap.resampled_sums(np.hstack(blocks), resamples)
         since = self._timed("resample sums", since)

@@ -6,18 +6,21 @@ fairseq-generate output is recognised and read by sentence id, so that the order
 in (batches sorted by length) does not matter.  A file of empty lines is valid: a system
 that outputs nothing gets the scores of nothing.
 """
+import math
 import os
 import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 # fairseq-generate prefixes: S- source, T- target (reference), H- hypothesis, D- the
-# hypothesis decoded by its --bpe / --tokenizer, as S- and T- lines are.  A system is
+# hypothesis decoded by its --bpe / --tokenizer, as S- and T- lines are, P- the log2-
+# probability of each of the hypothesis's tokens and of its end of sentence.  A system is
 # read from its D- lines where there are any, so that it matches the T- lines.
 FAIRSEQ_TAGS = {"source": ("S",), "reference": ("T",), "system": ("D", "H")}
 _SCORED_TAGS = ("H", "D")  # these carry a score before the text
-_TAG_CONTENT = {"S": "source", "T": "reference", "H": "hypothesis", "D": "hypothesis"}
-_FAIRSEQ_LINE = re.compile(r"^([STHD])-(\d+)\t(.*)$")
+_TAG_CONTENT = {"S": "source", "T": "reference", "H": "hypothesis", "D": "hypothesis",
+                "P": "token scores"}
+_FAIRSEQ_LINE = re.compile(r"^([STHDP])-(\d+)\t(.*)$")
 _BYTE_ORDER_MARK = "\ufeff"
 
 
@@ -99,6 +102,26 @@ def fairseq_segments(lines: Sequence[str], tag: str, path,
         raise InputError(f"{path} has no {content} for {len(missing)} of {expected} sentences "
                          f"(ids {missing[:10]}{'...' if len(missing) > 10 else ''}){skipped}")
     return [by_id[i] for i in range(expected)]
+
+
+def fairseq_log_probs(lines: Sequence[str], path, n_sentences: Optional[int] = None) -> List[float]:
+    """Each sentence's mean log2-probability per output token, its end of sentence included:
+    the mean of the P- line of its best hypothesis, in sentence-id order (ids checked as
+    fairseq_segments checks them).  fairseq's H- score is the same sum divided by the token
+    count to the power --lenpen (with --unnormalized, not divided), so this is the H- score
+    of the default --lenpen 1, whatever the decoding's --lenpen was."""
+    scores = []
+    for sentence_id, text in enumerate(fairseq_segments(lines, "P", path, n_sentences)):
+        try:
+            values = [float(value) for value in text.split()]
+        except ValueError:
+            raise InputError(f"{path}: the P- line of sentence {sentence_id} holds something other than "
+                             f"numbers: {text[:60]!r}") from None
+        if not values:
+            raise InputError(f"{path}: the P- line of sentence {sentence_id} is empty; fairseq scores at least "
+                             "the end of sentence")
+        scores.append(math.fsum(values) / len(values))
+    return scores
 
 
 def read_segments(path, role: str, option: Optional[str] = None) -> List[str]:

@@ -7,8 +7,8 @@ and the length ratio per bucket as mean ± spread.
         --train-log abs=abs.s1/train.log,abs.s2/train.log --failed huang3="seed 2: diverged" \\
         --tuning tuning.json --baseline abs --train-limit 50 --edges 50,75,100 --out-dir board/
 
-Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png and
-length_ratio.png, all or nothing, when everything is computed.  A baseline that failed on
+Writes board.md (also printed), board.json, board.csv, board.tex, bleu.png,
+length_ratio.png, failures.png and oracle.png, all or nothing, when everything is computed.  A baseline that failed on
 every seed (named only by --failed) is on the board, which then has no paired tests.  Bad
 input is a one-line ``error: ...`` on stderr and exit status 2, before any scoring.
 """
@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 from . import board_render, segment_scores
-from .board import build_board, check_training_log, training_info
+from .board import METRICS, build_board, check_training_log, training_info
 from .tuning import check_tuning, read_tuning
 from .buckets import bucket_members, buckets_from_edges, parse_edges
-from .cli import Parser, check_outputs, run_command
-from .evaluate import check_resampling
+from .cli import (
+    Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
+    length_side, run_command,
+)
+from .evaluate import ScoringOptions
 from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
 from .metrics import TOKENIZERS
@@ -30,7 +33,8 @@ from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
     "markdown": "board.md", "json": "board.json", "csv": "board.csv", "latex": "board.tex",
-    "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png",
+    "bleu_plot": "bleu.png", "ratio_plot": "length_ratio.png", "failures_plot": "failures.png",
+    "oracle_plot": "oracle.png",
 }
 
 
@@ -40,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ref", required=True, help="reference translations")
     parser.add_argument("--length-file", metavar="F",
                         help="lengths from the whitespace tokens of F (default: the source's)")
+    add_length_side_options(parser, per_seed=True)
     parser.add_argument("--system", action="append", default=[], metavar="NAME=HYP[,HYP...]",
                         help="a system's translations, one file per seed; repeat per system")
     parser.add_argument("--failed", action="append", default=[], metavar="NAME=WHY",
@@ -62,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a metric computed elsewhere (e.g. COMET): SYSTEM's score of each "
                         "sentence, one per line, a file per seed in --system's order; repeat "
                         "for every system")
+    add_failure_options(parser, per_seed=True)
     parser.add_argument("--baseline", metavar="NAME",
                         help="the system the others are tested against (default: the first)")
     parser.add_argument("--train-limit", type=int, required=True, metavar="N",
@@ -87,11 +93,11 @@ def main(argv=None) -> int:
 def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
                if args.out_dir else {})
-    check_resampling(args.bootstrap, 10000, args.seed)
+    options = ScoringOptions(metrics=METRICS, tokenize=args.tokenize, n_bootstrap=args.bootstrap, seed=args.seed,
+                             short_ratio=args.short_ratio, workers=args.workers)
+    options.check()
     if args.train_limit < 1:
         raise InputError(f"--train-limit must be positive, got {args.train_limit}")
-    if args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}")
     if not 0 <= args.learned_threshold <= 100:
         raise InputError(f"--learned-threshold is a BLEU score from 0 to 100, got {args.learned_threshold:g}")
     limit = args.train_limit
@@ -114,38 +120,56 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
             if len(by_system[name]) != len(paths):
                 raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
                                  f"files for the {len(paths)} seeds of --system {name}")
+    seeds = {name: len(paths) for name, paths in system_files}
+    log_prob_files = every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=True)
+    system_length_files = every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=True)
+    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
+    if set(logs) & set(oracles):
+        raise InputError(f"--train-log {sorted(set(logs) & set(oracles))[0]}: an oracle-length decoding's "
+                         "training is its free system's; give the logs there")
+    side = length_side(args, "given" if args.length_file else args.length_by or "source")
     inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
-              ("--tuning", args.tuning)]
+              ("--reference-lengths", args.reference_lengths), ("--tuning", args.tuning)]
     inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
     inputs += [(f"--train-log {name}", path) for name, paths in logs.items() for path in paths]
     inputs += [(f"{segment_scores.OPTION} {metric}:{name}", path)
                for metric, by_system in score_files.items()
                for name, paths in by_system.items() for path in paths]
+    inputs += [(f"{option} {name}", path) for option, files in (("--system-scores", log_prob_files),
+                                                                ("--system-lengths", system_length_files))
+               for name, paths in files.items() for path in paths]
     check_outputs([(f"--out-dir ({path.name})", path) for path in targets.values()],
                   [(option, Path(path)) for option, path in inputs if path])
 
     source = read_segments(args.source, "source", "--source")
     references = read_segments(args.ref, "reference", "--ref")
     length_lines = read_lines(args.length_file, "--length-file") if args.length_file else source
+    reference_length_lines = (read_lines(args.reference_lengths, "--reference-lengths")
+                              if args.reference_lengths else references)
     systems = {name: [read_segments(path, "system", f"--system {name}") for path in paths]
                for name, paths in system_files}
     scores = {metric: {name: [segment_scores.read_scores(path, f"{segment_scores.OPTION} {metric}:{name}")
                               for path in paths]
                        for name, paths in by_system.items()}
               for metric, by_system in score_files.items()}
+    log_probs = {name: [segment_scores.read_log_probs(path, f"--system-scores {name}") for path in paths]
+                 for name, paths in log_prob_files.items()}
+    segmented = {name: [read_lines(path, f"--system-lengths {name}") for path in paths]
+                 for name, paths in system_length_files.items()}
     parallel = [(args.source, source), (args.ref, references),
-                (args.length_file or args.source, length_lines)]
+                (args.length_file or args.source, length_lines),
+                (args.reference_lengths or args.ref, reference_length_lines)]
     hypotheses = [(path, hyps) for name, paths in system_files
                   for path, hyps in zip(paths, systems[name])]
     parallel += hypotheses
     parallel += [(path, seed_scores) for metric, by_system in score_files.items()
                  for name, paths in by_system.items()
                  for path, seed_scores in zip(paths, scores[metric][name])]
+    parallel += [(path, values) for files, read in ((log_prob_files, log_probs), (system_length_files, segmented))
+                 for name, paths in files.items() for path, values in zip(paths, read[name])]
     check_parallel(parallel)
     for path, segments in [parallel[1]] + hypotheses:
         check_no_subword_markers(path, segments)
-    check_segmented(args.length_file or args.source, length_lines,
-                    "its whitespace tokens are no length: give the segmented text with --length-file")
     training = {}
     for name, paths in logs.items():
         option = f"--train-log {name}"
@@ -155,18 +179,22 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         training[name] = training_info(log_lines, option)
     tuning = read_tuning(args.tuning) if args.tuning else None
     if tuning:
-        check_tuning(tuning, names + [name for name in failures if name not in names],
+        # an oracle-length decoding is its free system's model: tuned with it
+        check_tuning(tuning, [name for name in names if name not in oracles]
+                     + [name for name in failures if name not in names],
                      {name: info.learning_rate for name, info in training.items()},
                      f"--tuning {args.tuning}")
+    training.update({oracle: training[free] for oracle, free in oracles.items() if free in training})
 
-    lengths = whitespace_lengths(length_lines)
-    board = build_board(lengths, references, systems, buckets, limit, baseline=args.baseline,
-                        failures=failures, training=training, tokenize=args.tokenize,
-                        n_bootstrap=args.bootstrap, seed=args.seed, workers=args.workers,
-                        segment_scores=scores, learned_threshold=args.learned_threshold)
+    lengths = _lengths(args, side, length_lines, reference_length_lines, systems, segmented, system_files,
+                       system_length_files)
+    board = build_board(lengths, references, systems, buckets, limit, options, baseline=args.baseline,
+                        failures=failures, training=training, segment_scores=scores,
+                        log_probs=log_probs or None, oracles=oracles, learned_threshold=args.learned_threshold)
     markdown = board_render.markdown_table(board, args.title, tuning)
-    mean_lengths = [sum(lengths[i] for i in members) / len(members) if members else float("nan")
-                    for members in bucket_members(lengths, buckets)]
+    first = lengths if side != "hypothesis" else next(iter(lengths.values()))[0]
+    mean_lengths = [sum(first[i] for i in members) / len(members) if members else float("nan")
+                    for members in bucket_members(first, buckets)]
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
         "json": lambda: board_render.json_text(board, tuning).encode("utf-8"),
@@ -174,8 +202,29 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         "latex": lambda: board_render.latex_table(board, args.title, tuning).encode("utf-8"),
         "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, args.title),
         "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, args.title),
+        "failures_plot": lambda: board_render.failures_plot(board, args.title),
+        "oracle_plot": lambda: board_render.oracle_plot(board, mean_lengths, args.title),
     }
     return markdown, {path: renderers[kind]() for kind, path in targets.items()}
+
+
+def _lengths(args, side, length_lines, reference_lines, systems, segmented, system_files, system_length_files):
+    """Each sentence's length in whitespace tokens, or with --length-by hypothesis each
+    system's, one list per seed."""
+    def counted(path, lines):
+        check_segmented(path, lines, "its whitespace tokens are no length: give the segmented text "
+                        "(--length-file, --reference-lengths, --system-lengths)")
+        return whitespace_lengths(lines)
+
+    if side in ("given", "source"):
+        return counted(args.length_file or args.source, length_lines)
+    reference = counted(args.reference_lengths or args.ref, reference_lines)
+    if side == "reference":
+        return reference
+    if side == "longer":
+        return [max(pair) for pair in zip(counted(args.source, length_lines), reference)]
+    files, texts = (system_length_files, segmented) if segmented else (dict(system_files), systems)
+    return {name: [counted(path, lines) for path, lines in zip(files[name], texts[name])] for name in systems}
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric, Score
 from sacrebleu.metrics.bleu import BLEUScore
 
-from . import ter
+from . import failures, ter
 from .cache import StatisticsCache
 from .io import InputError
 
@@ -61,17 +61,18 @@ class MetricConfig:
 
 
 def display_name(metric: str) -> str:
-    """sacrebleu's metrics by their usual spelling; a segment-score metric by its own name."""
-    return DISPLAY_NAMES.get(metric, metric)
+    """sacrebleu's metrics by their usual spelling, the failure columns by theirs, a
+    segment-score metric by its own name."""
+    return DISPLAY_NAMES.get(metric) or failures.DISPLAY_NAMES.get(metric, metric)
 
 
 def display_decimals(metric: str, scores: Sequence[Optional[float]]) -> int:
     """Decimals of ``metric``'s scores in the tables: one for sacrebleu's (0-100), three
     significant digits of the largest for a segment-score metric (COMET's 0.853, 85.3 for
-    one given in percent), at most four."""
+    one given in percent), at most four; one for the failure shares (percent)."""
     largest = max((abs(score) for score in scores if score is not None and math.isfinite(score)),
                   default=0.0)
-    if metric in METRICS or largest == 0:
+    if metric in METRICS or metric in failures.FAILURES or largest == 0:
         return 1
     return min(4, max(1, 2 - math.floor(math.log10(largest))))
 
@@ -218,9 +219,21 @@ class SegmentMean:
         return Score(self.name, total / count)
 
 
-def segment_statistics(scores: Sequence[float]) -> np.ndarray:
-    """sentences x [score, 1], SegmentMean's statistics."""
-    return np.column_stack([np.asarray(scores, dtype=float), np.ones(len(scores))])
+# A sentence's score computed elsewhere is at most this large in magnitude: a set's score
+# is a sum over its sentences (and a resample's over as many), which must stay finite, and
+# 1e100 times any number of sentences does.  No metric comes near it; 1e308 is a broken file.
+SEGMENT_SCORE_BOUND = 1e100
+
+
+def segment_statistics(scores: Sequence[float], what: str = "segment scores") -> np.ndarray:
+    """sentences x [score, 1], SegmentMean's statistics; ``what`` names the scores in the
+    refusal of one that is not finite or beyond SEGMENT_SCORE_BOUND."""
+    values = np.asarray(scores, dtype=float)
+    bad = np.flatnonzero(~(np.abs(values) <= SEGMENT_SCORE_BOUND))
+    if bad.size:
+        raise InputError(f"{what}: sentence {bad[0] + 1} has the score {float(values[bad[0]])!r}; expected a "
+                         f"finite number of at most {SEGMENT_SCORE_BOUND:g} in magnitude")
+    return np.column_stack([values, np.ones(len(values))])
 
 
 def segment_signature(**resampling) -> str:
@@ -245,4 +258,6 @@ def length_ratio(bleu: BLEUScore) -> float:
 
 def scores_from_sums(metric: Metric, summed_stats) -> List[float]:
     """Scores of already summed statistics, one row per resample."""
+    if isinstance(metric, SegmentMean):  # total / count, the same division as a row at a time
+        return (summed_stats[:, 0] / summed_stats[:, 1]).tolist()
     return [metric._compute_score_from_stats(row).score for row in summed_stats.tolist()]

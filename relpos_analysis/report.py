@@ -9,16 +9,21 @@ all or nothing), then the markdown table goes to stdout.  Bad input is a one-lin
 output paths, input files) comes before the scoring.
 """
 import argparse
+import dataclasses
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import render, segment_scores
 from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
 from .cache import StatisticsCache, default_directory
-from .cli import Parser, check_outputs, run_command
-from .evaluate import PAIRED_TESTS, check_baseline, check_resampling, evaluate_by_length
+from .cli import (
+    Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
+    length_side, run_command,
+)
+from .evaluate import PAIRED_TESTS, Lengths, ScoringOptions, check_baseline, evaluate_by_length
 from .io import (
     InputError, check_parallel, existing_file, parse_named, read_lines, read_segments,
 )
@@ -32,9 +37,12 @@ OUT_DIR_NAMES = {
     "csv": "report.csv",
     "latex": "report.tex",
     "plot": "buckets",  # prefix of buckets.png and buckets.pdf
+    "failures_plot": "failures",
+    "oracle_plot": "oracle",
     "histogram": "lengths.png",
 }
 PLOT_FORMATS = ("png", "pdf")
+PLOTS = ("plot", "failures_plot", "oracle_plot")  # the outputs written as PREFIX.png and PREFIX.pdf
 HISTOGRAM_FORMATS = ("png", "pdf", "svg")
 # sacrebleu's rule for "this looks tokenized" (metrics.py switches its own check off).
 _TOKENIZED_LINES_WARNING = 100
@@ -67,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a metric computed elsewhere (e.g. COMET): FILE has SYSTEM's score of "
                         "each sentence, one per line; scored per bucket as their mean, with the "
                         "same intervals and tests; repeat for every system")
+    add_failure_options(inputs, per_seed=False)
     inputs.add_argument("--allow-subwords", action="store_true",
                         help="score references and translations that still carry BPE ('@@ ') or "
                         "SentencePiece markers as they are (refused otherwise)")
@@ -84,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="token: whitespace tokens (default); char: characters other than "
                          "whitespace, for unsegmented Chinese, Japanese, Thai, ... text")
     lengths.add_argument("--by-reference-length", action="store_true",
-                         help="bucket by the (first) reference's length instead of the source's")
+                         help="the same as --length-by reference")
+    add_length_side_options(lengths, per_seed=False)
     edges = lengths.add_mutually_exclusive_group()
     edges.add_argument("--edges", metavar="E1,E2,...",
                        help="inclusive upper ends of the buckets (default: 25,50,75,100); "
@@ -92,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     edges.add_argument("--quantiles", type=int, metavar="N",
                        help="N buckets of (nearly) equal size instead")
     lengths.add_argument("--train-limit", type=int, metavar="N",
-                         help="mark this training-length limit in the histogram")
+                         help="the training-length limit: marked in the histogram, and each bucket "
+                         "entirely beyond it is compared with every sentence within it (its drop, "
+                         "with a 95%% interval)")
 
     scoring = parser.add_argument_group("scoring (sacrebleu)")
     scoring.add_argument("--metrics", default=",".join(METRICS),
@@ -126,12 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     outputs = parser.add_argument_group("outputs (the markdown table always goes to stdout)")
     outputs.add_argument("--out-dir", metavar="DIR",
-                         help="write report.md/.json/.csv/.tex, buckets.png/.pdf and lengths.png")
+                         help="write report.md/.json/.csv/.tex, buckets.png/.pdf, failures.png/.pdf, "
+                         "oracle.png/.pdf and lengths.png")
     outputs.add_argument("--json", metavar="P", help="one record per (system, bucket)")
     outputs.add_argument("--csv", metavar="P", help="the same records as CSV")
     outputs.add_argument("--latex", metavar="P", help="the table for a paper")
     outputs.add_argument("--plot", metavar="PREFIX",
                          help="score per bucket with 95%% intervals: PREFIX.png and PREFIX.pdf")
+    outputs.add_argument("--failures-plot", metavar="PREFIX",
+                         help="the failure shares stacked per bucket, a panel per system: PREFIX.png "
+                         "and PREFIX.pdf")
+    outputs.add_argument("--oracle-plot", metavar="PREFIX",
+                         help="free against oracle-length decoding per bucket, a panel per system: "
+                         "PREFIX.png and PREFIX.pdf")
     outputs.add_argument("--histogram", metavar="P", help="length histogram (.png, .pdf or .svg)")
     outputs.add_argument("--title", metavar="T", help="title of the tables and plots")
     return parser
@@ -148,25 +167,29 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     systems_files = parse_named(args.system, "--system", "NAME=FILE")
     names = [name for name, _ in systems_files]
     score_files = segment_scores.parse_specs(args.segment_scores, names)
-    check_outputs(_output_files(targets), _input_files(args, systems_files, score_files))
+    seeds = {name: 1 for name in names}
+    log_prob_files = {name: paths[0] for name, paths in
+                      every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=False).items()}
+    system_length_files = {name: paths[0] for name, paths in
+                           every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=False).items()}
+    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
+    failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
+    check_outputs(_output_files(targets), _input_files(args, systems_files, score_files, log_prob_files,
+                                                       system_length_files))
     metrics = parse_metrics(args.metrics)
-    check_resampling(args.bootstrap, args.ar_trials, args.seed)
-    bleu_tokenizer = _bleu_tokenizer(args) if "bleu" in metrics else None
+    options = ScoringOptions(
+        metrics=tuple(metrics), tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
+        n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
+        short_ratio=args.short_ratio, train_limit=args.train_limit, workers=args.workers)
+    options.check()
+    # BLEU and the failure columns count the tokens of BLEU's tokenizer
+    bleu_tokenizer = _bleu_tokenizer(args)
     buckets = None
     if args.quantiles is None:
         edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
         buckets = buckets_from_edges(edges)
     check_baseline(args.baseline, names)
-    if args.by_reference_length and args.length_file:
-        raise InputError("--length-file already gives the lengths; drop --by-reference-length")
-    if args.workers < 1:
-        raise InputError("--workers must be at least 1")
-    length_options = {"--length-file": args.length_file, "--bpe-codes": args.bpe_codes,
-                      "--spm-model": args.spm_model}
-    given = [f"{option} {value}" for option, value in length_options.items() if value]
-    if args.length_unit == "char" and given:
-        raise InputError(f"--length-unit char counts the characters of the text itself; "
-                         f"drop {given[0]}")
+    side = _length_side(args)
     for option, path in (("--bpe-codes", args.bpe_codes), ("--spm-model", args.spm_model)):
         if path:
             existing_file(path, option)
@@ -179,17 +202,25 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     references = [read_segments(path, "reference", "--ref") for path in args.ref]
     systems = {name: read_segments(path, "system", f"--system {name}") for name, path in systems_files}
     length_lines = read_lines(args.length_file, "--length-file") if args.length_file else None
-    scores = {metric: {name: segment_scores.read_scores(paths[0],
-                                                        f"{segment_scores.OPTION} {metric}:{name}")
+    reference_length_lines = (read_lines(args.reference_lengths, "--reference-lengths")
+                              if args.reference_lengths else None)
+    system_length_lines = {name: read_lines(path, f"--system-lengths {name}")
+                           for name, path in system_length_files.items()}
+    scores = {metric: {name: segment_scores.read_scores(paths[0], f"{segment_scores.OPTION} {metric}:{name}")
                        for name, paths in by_system.items()}
               for metric, by_system in score_files.items()}
+    log_probs = {name: segment_scores.read_log_probs(path, f"--system-scores {name}")
+                 for name, path in log_prob_files.items()}
     scored = list(zip(args.ref, references))
     scored += [(path, systems[name]) for name, path in systems_files]
     parallel = [(args.source, source)] + scored
-    if length_lines is not None:
-        parallel.append((args.length_file, length_lines))
+    for path, lines in [(args.length_file, length_lines), (args.reference_lengths, reference_length_lines)]:
+        if lines is not None:
+            parallel.append((path, lines))
+    parallel += [(system_length_files[name], lines) for name, lines in system_length_lines.items()]
     parallel += [(by_system[name][0], scores[metric][name])
                  for metric, by_system in score_files.items() for name in by_system]
+    parallel += [(log_prob_files[name], values) for name, values in log_probs.items()]
     check_parallel(parallel)
     if not args.allow_subwords:
         for path, segments in scored:
@@ -197,7 +228,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if args.tokenize is None and bleu_tokenizer == "13a":
         check_segmented(
             args.ref[0], references[0],
-            "BLEU's 13a tokenizer would take whole clauses for words: pass --target-lang (zh, "
+            "BLEU's 13a tokenizer would take whole clauses for words (BLEU and the failure columns "
+            "count its tokens): pass --target-lang (zh, "
             "ja, ko: sacrebleu's tokenizer for that language) or --tokenize (e.g. char)",
         )
     if "ter" in metrics:
@@ -206,9 +238,12 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
             "TER would take whole clauses for words: leave it out (--metrics bleu,chrf)",
         )
 
-    lengths, length_label = _lengths(args, source, references[0], length_lines)
+    texts = LengthTexts(source, references[0], systems, length_lines, reference_length_lines, system_length_lines)
+    lengths, length_label = _lengths(args, side, texts, systems_files, system_length_files)
     if buckets is None:
-        buckets = buckets_from_edges(quantile_edges(lengths, args.quantiles))
+        pooled = [length for values in (lengths.values() if isinstance(lengths, dict) else [lengths])
+                  for length in values]
+        buckets = buckets_from_edges(quantile_edges(pooled, args.quantiles))
     if args.tokenize != "none":
         _warn_if_tokenized(systems)
 
@@ -217,26 +252,19 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     if progress is not None:
         progress(f"inputs read: {len(source)} sentences, {len(systems)} systems, "
                  f"{time.perf_counter() - start_time:.1f} s")
-    report = evaluate_by_length(
-        lengths, references, systems, buckets, metrics=metrics, baseline=args.baseline,
-        tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
-        n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test,
-        ar_trials=args.ar_trials, workers=args.workers,
-        cache=cache, progress=progress, segment_scores=scores,
-    )
+    options = dataclasses.replace(options, cache=cache, progress=progress)
+    report = evaluate_by_length(lengths, references, systems, buckets, options, baseline=args.baseline,
+                                segment_scores=scores, log_probs=log_probs or None, oracles=oracles)
+    report = dataclasses.replace(report, failed=failures)
     start_time = time.perf_counter()
     markdown = render.markdown_table(report, args.title)
-    failures = parse_named(args.failed, "--failed", "NAME=WHY")
-    if failures:
-        markdown += "\nNot in this report, because they failed:\n\n" + "".join(
-            f"- {name}: {why}\n" for name, why in failures)
-    outputs = _rendered_outputs(args, targets, report, markdown, lengths, length_label)
+    outputs = _rendered_outputs(args, targets, report, markdown, length_label)
     if progress is not None:
         progress(f"outputs rendered: {time.perf_counter() - start_time:.1f} s")
     return markdown, outputs
 
 
-def _rendered_outputs(args, targets, report, markdown, lengths, length_label) -> Dict[Path, bytes]:
+def _rendered_outputs(args, targets, report, markdown, length_label) -> Dict[Path, bytes]:
     contents: Dict[Path, bytes] = {}
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
@@ -244,17 +272,17 @@ def _rendered_outputs(args, targets, report, markdown, lengths, length_label) ->
         "csv": lambda: render.csv_text(report).encode("utf-8"),
         "latex": lambda: render.latex_table(report, args.title).encode("utf-8"),
     }
+    plots = {"plot": render.bucket_plot, "failures_plot": render.failures_plot, "oracle_plot": render.oracle_plot}
     for kind, (_, path) in targets.items():
         if kind in renderers:
             contents[path] = renderers[kind]()
-    if "plot" in targets:
-        prefix = targets["plot"][1]
-        for fmt, data in render.bucket_plot(report, args.title, PLOT_FORMATS).items():
-            contents[_with_format(prefix, fmt)] = data
+        elif kind in plots:
+            for fmt, data in plots[kind](report, args.title, PLOT_FORMATS).items():
+                contents[_with_format(path, fmt)] = data
     if "histogram" in targets:
         path = targets["histogram"][1]
         contents[path] = render.length_histogram(
-            lengths, report.buckets, args.train_limit, args.title, length_label,
+            report.lengths, report.buckets, args.train_limit, args.title, length_label,
             fmt=path.suffix[1:].lower(),
         )
     return contents
@@ -267,33 +295,36 @@ def _output_targets(args) -> Dict[str, Tuple[str, Path]]:
     if args.out_dir:
         targets = {kind: (f"--out-dir ({name})", Path(args.out_dir) / name)
                    for kind, name in OUT_DIR_NAMES.items()}
-    for kind in ("json", "csv", "latex", "plot", "histogram"):
+    for kind in ("json", "csv", "latex") + PLOTS + ("histogram",):
         if getattr(args, kind):
-            targets[kind] = (f"--{kind}", Path(getattr(args, kind)))
-    if "plot" in targets and targets["plot"][1].suffix.lower()[1:] in PLOT_FORMATS:
-        # a prefix given with an extension
-        targets["plot"] = (targets["plot"][0], targets["plot"][1].with_suffix(""))
+            targets[kind] = (f"--{kind.replace('_', '-')}", Path(getattr(args, kind)))
+    for kind in PLOTS:
+        if kind in targets and targets[kind][1].suffix.lower()[1:] in PLOT_FORMATS:
+            # a prefix given with an extension
+            targets[kind] = (targets[kind][0], targets[kind][1].with_suffix(""))
     if "histogram" in targets and targets["histogram"][1].suffix.lower()[1:] not in HISTOGRAM_FORMATS:
         raise InputError(f"--histogram needs a .png, .pdf or .svg path, got {targets['histogram'][1]}")
     return targets
 
 
 def _output_files(targets) -> List[Tuple[str, Path]]:
-    """(option, path) of every file the targets make: the plot is one per format."""
+    """(option, path) of every file the targets make: a plot is one per format."""
     files = []
     for kind, (option, path) in targets.items():
-        paths = [_with_format(path, fmt) for fmt in PLOT_FORMATS] if kind == "plot" else [path]
+        paths = [_with_format(path, fmt) for fmt in PLOT_FORMATS] if kind in PLOTS else [path]
         files += [(option, path) for path in paths]
     return files
 
 
-def _input_files(args, systems_files, score_files) -> List[Tuple[str, Path]]:
+def _input_files(args, systems_files, score_files, log_prob_files, system_length_files) -> List[Tuple[str, Path]]:
     inputs = [("--source", args.source)] + [("--ref", path) for path in args.ref]
     inputs += [(f"--system {name}", path) for name, path in systems_files]
     inputs += [(option, getattr(args, option[2:].replace("-", "_")))
-               for option in ("--length-file", "--bpe-codes", "--spm-model")]
+               for option in ("--length-file", "--reference-lengths", "--bpe-codes", "--spm-model")]
     inputs += [(f"{segment_scores.OPTION} {metric}:{name}", paths[0])
                for metric, by_system in score_files.items() for name, paths in by_system.items()]
+    inputs += [(f"--system-scores {name}", path) for name, path in log_prob_files.items()]
+    inputs += [(f"--system-lengths {name}", path) for name, path in system_length_files.items()]
     return [(option, Path(path)) for option, path in inputs if path]
 
 
@@ -301,27 +332,91 @@ def _with_format(prefix: Path, fmt: str) -> Path:
     return prefix.with_name(f"{prefix.name}.{fmt}")
 
 
-def _lengths(args, source, first_reference, length_lines) -> Tuple[List[int], str]:
-    """Sentence lengths and what they count, for the histogram's axis."""
-    if length_lines is not None:
-        check_segmented(args.length_file, length_lines, "its whitespace tokens are no length: "
+@dataclass
+class LengthTexts:
+    """What lengths can be counted on: the texts, and the segmented files given for them."""
+    source: List[str]
+    reference: List[str]
+    systems: Dict[str, List[str]]
+    given: Optional[List[str]]  # --length-file
+    reference_segmented: Optional[List[str]]  # --reference-lengths
+    systems_segmented: Dict[str, List[str]]  # --system-lengths
+
+
+def _length_side(args) -> str:
+    """The side --length-by, --by-reference-length or --length-file measure, after the
+    checks that need no input read."""
+    if args.by_reference_length and args.length_by not in (None, "reference"):
+        raise InputError(f"--by-reference-length is --length-by reference; drop one of it and "
+                         f"--length-by {args.length_by}")
+    if args.length_file and args.by_reference_length:
+        raise InputError("--length-file already gives the lengths; drop --by-reference-length")
+    side = length_side(args, "given" if args.length_file
+                       else "reference" if args.by_reference_length else args.length_by or "source")
+    if args.workers < 1:
+        raise InputError("--workers must be at least 1")
+    length_options = {"--length-file": args.length_file, "--bpe-codes": args.bpe_codes,
+                      "--spm-model": args.spm_model}
+    given = [f"{option} {value}" for option, value in length_options.items() if value]
+    if args.length_unit == "char" and given:
+        raise InputError(f"--length-unit char counts the characters of the text itself; "
+                         f"drop {given[0]}")
+    return side
+
+
+def _lengths(args, side: str, texts: LengthTexts, systems_files, system_length_files) -> Tuple[Lengths, str]:
+    """Each sentence's length (by hypothesis: each system's own lengths) and what they
+    count, for the histogram's axis."""
+    if side == "given":
+        check_segmented(args.length_file, texts.given, "its whitespace tokens are no length: "
                         "give the segmented text (the subwords the system reads)")
-        label = f"length (tokens of {Path(args.length_file).name})"
-        return whitespace_lengths(length_lines), label
-    if args.by_reference_length:
-        path, text, side = args.ref[0], first_reference, "reference"
-    else:
-        path, text, side = args.source, source, "source"
+        return whitespace_lengths(texts.given), f"length (tokens of {Path(args.length_file).name})"
+    unit = _unit(args)
+    if side == "source":
+        return _count(args, args.source, texts.source), f"source length ({unit})"
+    reference = (_segmented(args.reference_lengths, texts.reference_segmented) if args.reference_lengths
+                 else _count(args, args.ref[0], texts.reference))
+    reference_unit = f"tokens of {Path(args.reference_lengths).name}" if args.reference_lengths else unit
+    if side == "reference":
+        return reference, f"reference length ({reference_unit})"
+    if side == "longer":
+        source = _count(args, args.source, texts.source)
+        return ([max(pair) for pair in zip(source, reference)],
+                f"length of the longer side (source: {unit}; reference: {reference_unit})")
+    files = dict(systems_files)
+    if texts.systems_segmented:
+        return ({name: _segmented(system_length_files[name], lines)
+                 for name, lines in texts.systems_segmented.items()},
+                "hypothesis length (whitespace tokens of the segmented translations)")
+    return ({name: _count(args, files[name], hyps) for name, hyps in texts.systems.items()},
+            f"hypothesis length ({unit}; each system its own)")
+
+
+def _unit(args) -> str:
     if args.bpe_codes:
-        return bpe_lengths(text, args.bpe_codes), f"{side} length (BPE subwords)"
+        return "BPE subwords"
     if args.spm_model:
-        return sentencepiece_lengths(text, args.spm_model), f"{side} length (SentencePiece pieces)"
+        return "SentencePiece pieces"
+    return "characters" if args.length_unit == "char" else "whitespace tokens"
+
+
+def _segmented(path, lines: List[str]) -> List[int]:
+    check_segmented(path, lines, "its whitespace tokens are no length: give the segmented text")
+    return whitespace_lengths(lines)
+
+
+def _count(args, path, text: List[str]) -> List[int]:
+    """The lengths of ``text`` (from ``path``) in the unit the options choose."""
+    if args.bpe_codes:
+        return bpe_lengths(text, args.bpe_codes)
+    if args.spm_model:
+        return sentencepiece_lengths(text, args.spm_model)
     if args.length_unit == "char":
-        return char_lengths(text), f"{side} length (characters)"
+        return char_lengths(text)
     check_segmented(path, text, "its whitespace tokens are no length: count its subwords with "
                     "--spm-model or --bpe-codes, give them with --length-file, or count "
                     "characters with --length-unit char")
-    return whitespace_lengths(text), f"{side} length (whitespace tokens)"
+    return whitespace_lengths(text)
 
 
 def _bleu_tokenizer(args) -> str:

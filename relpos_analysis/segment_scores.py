@@ -2,18 +2,18 @@
 ``--segment-scores NAME:SYSTEM=FILE`` option of the report and the leaderboard, and its
 files.  A file holds one number per line, sentence-aligned with the test set; the metric's
 score on a set of sentences is their mean (relpos_analysis.metrics.SegmentMean)."""
-import math
 import re
 from typing import Dict, List, Sequence
 
-from .io import InputError, read_lines
-from .metrics import METRICS
+from . import failures
+from .io import InputError, fairseq_log_probs, is_fairseq_generate_output, read_lines
+from .metrics import METRICS, SEGMENT_SCORE_BOUND
 
 OPTION = "--segment-scores"
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
-# A metric's name is a key of the records, and so are these.
-_TAKEN = set(METRICS) | {"system", "baseline", "bucket", "n", "rank", "seeds", "parameters",
-                         "failure", "set"}
+# A metric's name is a key of the records, and so are these (the failure columns too).
+_TAKEN = set(METRICS) | set(failures.DISPLAY_NAMES) | {
+    "system", "baseline", "bucket", "n", "rank", "seeds", "parameters", "failure", "set", "oracle_of"}
 
 
 def parse_specs(specs: Sequence[str], systems: Sequence[str],
@@ -58,8 +58,19 @@ def read_scores(path, option: str) -> List[float]:
             score = float(line)
         except ValueError:
             raise InputError(f"{option}: line {number} of {path} is not a number: {line!r}") from None
-        if not math.isfinite(score):
-            raise InputError(f"{option}: line {number} of {path} is {line.strip()!r}, not a "
-                             "finite number")
+        if not abs(score) <= SEGMENT_SCORE_BOUND:
+            raise InputError(f"{option}: line {number} of {path} is {line.strip()!r}, not a finite number "
+                             f"of at most {SEGMENT_SCORE_BOUND:g} in magnitude (a set's score is a sum "
+                             "over its sentences, which must stay finite)")
         scores.append(score)
     return scores
+
+
+def read_log_probs(path, option: str) -> List[float]:
+    """Each translation's mean log2-probability per token: the translate tool's hyp.scores
+    (one number per line), or fairseq-generate's output (the mean of each best hypothesis's
+    P- line, relpos_analysis.io.fairseq_log_probs)."""
+    lines = read_lines(path, option)
+    if is_fairseq_generate_output(lines):
+        return fairseq_log_probs(lines, path)
+    return read_scores(path, option)

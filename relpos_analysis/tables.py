@@ -38,6 +38,8 @@ TIMES = Raw("×", "$\\times$")
 DASH = Raw(" — ", " --- ")
 EMPTY = Raw("–", "--")
 SENTENCES = Raw("*sentences*", "\\# sentences")
+DELTA = Raw("Δ", "$\\Delta$")
+MINUS = Raw(" − ", " $-$ ")
 
 
 @dataclass
@@ -153,7 +155,10 @@ def _runs(groups: Sequence[Optional[Text]]) -> List[Tuple[Optional[Text], int]]:
 
 
 def _pieces(text: Text):
-    return text if isinstance(text, tuple) else (text,)
+    """The strings and Raw pieces of ``text``, tuples within tuples flattened."""
+    if not isinstance(text, tuple):
+        return (text,)
+    return tuple(piece for part in text for piece in _pieces(part))
 
 
 def _markdown(text: Text) -> str:

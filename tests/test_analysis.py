@@ -15,7 +15,7 @@ from sacrebleu.significance import PairedTest
 from relpos_analysis import bootstrap, ter
 from relpos_analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
 from relpos_analysis.cache import StatisticsCache
-from relpos_analysis.evaluate import evaluate_by_length
+from relpos_analysis.evaluate import ScoringOptions, evaluate_by_length
 from relpos_analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
 from relpos_analysis.lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
 from relpos_analysis.metrics import MetricConfig, sentence_statistics
@@ -208,15 +208,15 @@ def bucket_case(request):
     source, references, hyps = wmt21(pair, refs, systems, lines)
     lengths = whitespace_lengths(references[0] if by_reference else source)
     report = evaluate_by_length(lengths, references, hyps, buckets_from_edges(edges),
-                                n_bootstrap=50, workers=2)
+                                ScoringOptions(n_bootstrap=50, workers=2))
     return report, references, hyps
 
 
 def test_every_bucket_score_is_sacrebleus_score_of_that_subset(bucket_case):
     report, references, hyps = bucket_case
-    members = bucket_members(report.lengths, report.buckets)
-    assert [len(m) for m in members] == report.sizes and all(report.sizes)
-    groups = list(zip(report.buckets, members)) + [(None, range(len(report.lengths)))]
+    members = bucket_members(next(iter(report.lengths.values())), report.buckets)
+    assert all([len(m) for m in members] == sizes and all(sizes) for sizes in report.sizes.values())
+    groups = list(zip(report.buckets, members)) + [(None, range(report.n_sentences))]
     for bucket, indices in groups:
         subset_refs = [[stream[i] for i in indices] for stream in references]
         for name, system in hyps.items():
@@ -232,9 +232,9 @@ def test_one_bucket_over_whole_files_equals_sacrebleu():
     _, references, hyps = wmt21("de-en", ("A",), ("HuaweiTSC",))
     assert len(references[0]) == 1000
     report = evaluate_by_length([1] * 1000, references, hyps, buckets_from_edges([]),
-                                n_bootstrap=0, workers=2)
+                                ScoringOptions(n_bootstrap=0, workers=2))
     (bucket,) = report.buckets
-    assert report.sizes == [1000]
+    assert report.sizes == {"HuaweiTSC": [1000]}
     for name, system in hyps.items():
         for metric, Metric in SACREBLEU_METRICS.items():
             expected = Metric().corpus_score(system, references).score
@@ -246,8 +246,8 @@ def test_one_bucket_over_whole_files_equals_sacrebleu():
 def test_empty_bucket_has_no_scores():
     _, references, hyps = wmt21("de-en", systems=("Online-W",), lines=slice(50))
     report = evaluate_by_length([3] * 50, references, hyps, buckets_from_edges([5, 10]),
-                                metrics=["bleu"], n_bootstrap=20, workers=1)
-    assert report.sizes == [50, 0, 0]
+                                ScoringOptions(metrics=("bleu",), n_bootstrap=20, workers=1))
+    assert report.sizes == {"Online-W": [50, 0, 0]}
     assert report.cell("Online-W", report.buckets[1]).results["bleu"].score is None
     assert report.cell("Online-W", report.buckets[1]).length_ratio is None
 
@@ -255,8 +255,8 @@ def test_empty_bucket_has_no_scores():
 def test_empty_translations_are_scored():
     _, references, hyps = wmt21("de-en", systems=("Online-W",), lines=slice(60))
     hyps["silent"] = [""] * 60
-    report = evaluate_by_length([1] * 60, references, hyps, buckets_from_edges([]), n_bootstrap=20,
-                                workers=1)
+    report = evaluate_by_length([1] * 60, references, hyps, buckets_from_edges([]),
+                                ScoringOptions(n_bootstrap=20, workers=1))
     results = report.cell("silent", None).results
     assert (results["bleu"].score, results["chrf"].score, results["ter"].score) == (0.0, 0.0, 100.0)
     assert report.cell("silent", None).length_ratio == 0.0
@@ -267,14 +267,15 @@ def test_target_language_picks_sacrebleus_tokenizer():
     # replaced; 13a sees whole clauses as words, so one changed character loses them all
     source, _, _ = wmt21("zh-en", lines=slice(80))
     hyps = {"changed": ["".join("的" if i % 9 == 4 else c for i, c in enumerate(line)) for line in source]}
-    report = evaluate_by_length([1] * 80, [source], hyps, buckets_from_edges([]), metrics=["bleu"],
-                                target_lang="zh", n_bootstrap=0, workers=1)
+    report = evaluate_by_length([1] * 80, [source], hyps, buckets_from_edges([]),
+                                ScoringOptions(metrics=("bleu",), target_lang="zh", n_bootstrap=0, workers=1))
     expected = BLEU(tokenize="zh").corpus_score(hyps["changed"], [source]).score
     assert report.cell("changed", None).results["bleu"].score == expected
     assert expected > 10 * BLEU().corpus_score(hyps["changed"], [source]).score
     assert "|tok:zh|" in report.signatures["bleu"]
-    explicit = evaluate_by_length([1] * 80, [source], hyps, buckets_from_edges([]), metrics=["bleu"],
-                                  target_lang="zh", tokenize="char", n_bootstrap=0, workers=1)
+    explicit = evaluate_by_length([1] * 80, [source], hyps, buckets_from_edges([]),
+                                  ScoringOptions(metrics=("bleu",), target_lang="zh", tokenize="char",
+                                                 n_bootstrap=0, workers=1))
     assert "|tok:char|" in explicit.signatures["bleu"]
 
 
@@ -377,8 +378,9 @@ def significance_data():
 def test_whole_set_significance_agrees_with_sacrebleu(significance_data, paired_test):
     lengths, references, hyps = significance_data
     n = 200
-    report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([12]), n_bootstrap=n,
-                                seed=12345, paired_test=paired_test, ar_trials=n, workers=1)
+    report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([12]),
+                                ScoringOptions(n_bootstrap=n, seed=12345, paired_test=paired_test, ar_trials=n,
+                                               workers=1))
     metrics = {name: Metric() for name, Metric in SACREBLEU_METRICS.items()}
     _, sacrebleu_results = PairedTest(list(hyps.items()), metrics, references, test_type=paired_test,
                                       n_samples=n, n_ar_confidence=-1)()
@@ -401,7 +403,7 @@ def test_intervals_and_p_values_are_reproducible_with_a_seed(significance_data):
 
     def run(seed):
         report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([10, 20]),
-                                    metrics=["bleu", "chrf"], n_bootstrap=100, seed=seed, workers=1)
+                                    ScoringOptions(metrics=("bleu", "chrf"), n_bootstrap=100, seed=seed, workers=1))
         return [(c.system, c.bucket, m, r.ci_lo, r.ci_hi, r.p_value)
                 for c in report.cells for m, r in c.results.items()]
 
@@ -412,7 +414,7 @@ def test_intervals_and_p_values_are_reproducible_with_a_seed(significance_data):
 def test_intervals_contain_the_score_and_the_baseline_has_no_p_value(significance_data):
     lengths, references, hyps = significance_data
     report = evaluate_by_length(lengths, references, hyps, buckets_from_edges([10, 20]),
-                                metrics=["bleu"], n_bootstrap=200, baseline="happypoet", workers=1)
+                                ScoringOptions(metrics=("bleu",), n_bootstrap=200, workers=1), baseline="happypoet")
     for cell in report.cells:
         result = cell.results["bleu"]
         assert result.ci_lo <= result.score <= result.ci_hi
@@ -430,8 +432,8 @@ def test_a_system_identical_to_the_baseline_is_marked_not_significant(significan
     systems["mixed"] = [b if length > 12 else a
                         for a, b, length in zip(hyps["Online-W"], hyps["happypoet"], lengths)]
     report = evaluate_by_length(lengths, references, systems, buckets_from_edges([12]),
-                                metrics=["bleu", "ter"], n_bootstrap=100, paired_test=paired_test,
-                                ar_trials=100, workers=1)
+                                ScoringOptions(metrics=("bleu", "ter"), n_bootstrap=100, paired_test=paired_test,
+                                               ar_trials=100, workers=1))
     short, long = report.buckets
     for bucket in (short, long, None):
         copy = report.cell("copy", bucket)
@@ -448,7 +450,8 @@ def test_a_system_identical_to_the_baseline_is_marked_not_significant(significan
     mixed = next(line for line in table.splitlines() if line.startswith("| mixed |"))
     assert mixed.split(" | ")[1].endswith("=") and not mixed.split(" | ")[3].endswith("=")
     assert "= the same sentence statistics as Online-W" in table
-    assert latex_table(report).count("$^{=}$") == 6 + 2 + 1  # copy, mixed's short bucket, the note
+    scores = latex_table(report).split("\\end{table}")[0]  # the first table, the scores'
+    assert scores.count("$^{=}$") == 6 + 2 + 1  # copy, mixed's short bucket, the note
 
 
 def test_unknown_baseline_is_refused(significance_data):

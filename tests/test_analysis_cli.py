@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
-from relpos_analysis import report
+from relpos_analysis import load_report, report
 from relpos_analysis.evaluate import check_resampling
 from relpos_analysis.io import InputError
 from relpos_analysis.report import main
@@ -25,8 +25,8 @@ SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")
 REQUIRED_KEYS = {"system", "bucket_lo", "bucket_hi", "n", "length_ratio", "bleu", "ter", "chrf",
                  "bleu_ci_lo", "bleu_ci_hi", "bleu_p", "ter_ci_lo", "ter_ci_hi", "ter_p",
                  "chrf_ci_lo", "chrf_ci_hi", "chrf_p"}
-OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex",
-                 "buckets.png", "buckets.pdf", "lengths.png"}
+OUT_DIR_FILES = {"report.md", "report.json", "report.csv", "report.tex", "buckets.png", "buckets.pdf",
+                 "failures.png", "failures.pdf", "oracle.png", "oracle.pdf", "lengths.png"}
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +107,8 @@ def test_out_dir_writes_every_output(data, tmp_path, capsys):
     assert {p.name for p in out.iterdir()} == OUT_DIR_FILES
 
     assert (out / "report.md").read_text(encoding="utf-8") == stdout
-    table = [line for line in stdout.splitlines() if line.startswith("|")]
+    scores_part = stdout.split("## Failures per length bucket")[0]  # the first table
+    table = [line for line in scores_part.splitlines() if line.startswith("|")]
     assert table[0].startswith("| system | G0:10 BLEU | G0:10 TER | G0:10 chrF | G11:20 BLEU")
     assert "| G31:∞ BLEU |" in table[0] and table[0].endswith("| all BLEU | all TER | all chrF |")
     assert table[2].startswith("| *sentences* |")
@@ -141,6 +142,21 @@ def test_out_dir_writes_every_output(data, tmp_path, capsys):
     assert (out / "lengths.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_the_wmt21_report_loads_as_a_long_dataframe(data, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(base_args(data) + ["--edges", "10,20", "--bootstrap", "50", "--train-limit", "10",
+                                   "--out-dir", str(out)]) == 0
+    capsys.readouterr()
+    records = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    frame = load_report(out / "report.json")
+    metrics = ["bleu", "ter", "chrf", "empty", "short", "loop", "length_ratio"]
+    assert len(frame) == len(records) * len(metrics) and set(frame["metric"]) == set(metrics)
+    beyond = frame.query("system == 'happypoet' and set == 'G21:∞' and metric == 'chrf'").iloc[0]
+    record = next(r for r in records if r["system"] == "happypoet" and r["bucket"] == "G21:∞")
+    assert [beyond[q] for q in ("value", "ci_lo", "p_value", "drop", "drop_ci_hi")] == [
+        record["chrf"], record["chrf_ci_lo"], record["chrf_p"], record["chrf_drop"], record["chrf_drop_ci_hi"]]
+
+
 def test_individual_flags_override_the_out_dir(data, tmp_path, capsys):
     out, other = tmp_path / "report", tmp_path / "elsewhere"
     status = main(base_args(data, SYSTEMS[:2]) + [
@@ -149,7 +165,8 @@ def test_individual_flags_override_the_out_dir(data, tmp_path, capsys):
         "--histogram", str(other / "hist.pdf"),
     ])
     assert status == 0
-    assert {p.name for p in out.iterdir()} == {"report.md", "report.csv", "report.tex"}
+    assert {p.name for p in out.iterdir()} == {"report.md", "report.csv", "report.tex", "failures.png",
+                                               "failures.pdf", "oracle.png", "oracle.pdf"}
     assert {p.name for p in other.iterdir()} == {"scores.json", "figure.png", "figure.pdf", "hist.pdf"}
 
 

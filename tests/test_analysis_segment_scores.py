@@ -11,7 +11,7 @@ from sacrebleu.significance import _compute_p_value
 
 from relpos_analysis import bootstrap, leaderboard
 from relpos_analysis.buckets import buckets_from_edges
-from relpos_analysis.evaluate import evaluate_by_length
+from relpos_analysis.evaluate import ScoringOptions, evaluate_by_length
 from relpos_analysis.report import main as report_main
 
 N = 90
@@ -34,9 +34,9 @@ def test_a_bucket_score_is_the_mean_with_the_paired_test_of_bleu(case):
     refs, systems, scores = case
     lengths = [len(ref.split()) for ref in refs]
     n_samples, seed = 200, 7
-    report = evaluate_by_length(lengths, [refs], systems, buckets_from_edges([12]), metrics=["bleu"],
-                                baseline="good", n_bootstrap=n_samples, seed=seed, workers=1,
-                                segment_scores={"COMET": scores})
+    report = evaluate_by_length(lengths, [refs], systems, buckets_from_edges([12]),
+                                ScoringOptions(metrics=("bleu",), n_bootstrap=n_samples, seed=seed, workers=1),
+                                baseline="good", segment_scores={"COMET": scores})
     assert report.metrics == ["bleu", "COMET"]
     short, long = report.buckets
     for bucket, indices in ((short, [i for i, n in enumerate(lengths) if n <= 12]),

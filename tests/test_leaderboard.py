@@ -13,6 +13,7 @@ from sacrebleu.metrics import BLEU
 from relpos_analysis import board_render, leaderboard
 from relpos_analysis.board import build_board, training_info
 from relpos_analysis.buckets import buckets_from_edges
+from relpos_analysis.evaluate import ScoringOptions
 from relpos_analysis.io import InputError
 
 LIMIT = 20
@@ -53,9 +54,8 @@ def test_ranking_and_spreads_match_sacrebleu(known):
     refs, systems = known
     lengths = [len(ref.split()) for ref in refs]
     buckets = buckets_from_edges([LIMIT, 30])
-    board = build_board(lengths, refs, systems, buckets, LIMIT, baseline="abs",
-                        failures={"huang3": "seed 1 failed in training: diverged"},
-                        tokenize="none", n_bootstrap=100, seed=1)
+    board = build_board(lengths, refs, systems, buckets, LIMIT, ScoringOptions(tokenize="none", n_bootstrap=100, seed=1),
+                        baseline="abs", failures={"huang3": "seed 1 failed in training: diverged"})
     assert [(row.rank, row.system) for row in board.rows] == [(1, "rel"), (2, "mid"), (3, "abs"), (None, "huang3")]
     beyond = [i for i, n in enumerate(lengths) if n > LIMIT]
     for name, seeds in systems.items():
@@ -75,7 +75,8 @@ def test_equal_means_share_a_rank_and_a_lone_seed_has_no_spread(known):
     refs, systems = known
     lengths = [len(ref.split()) for ref in refs]
     twins = {"abs": systems["abs"], "twin": [systems["abs"][0]], "copy": [systems["abs"][0]]}
-    board = build_board(lengths, refs, twins, buckets_from_edges([LIMIT]), LIMIT, tokenize="none", n_bootstrap=0)
+    board = build_board(lengths, refs, twins, buckets_from_edges([LIMIT]), LIMIT,
+                        ScoringOptions(tokenize="none", n_bootstrap=0))
     ranks = {row.system: row.rank for row in board.rows}
     assert ranks["twin"] == ranks["copy"]
     assert board.row("twin").beyond.scores["bleu"].sd == 0.0
@@ -116,7 +117,8 @@ def test_cli_writes_every_output_and_keeps_the_failed_system(known, tmp_path, ca
     assert "huang3 — failed: seed 1 failed in translating test: refused" in table
     assert "| 2.00× |" in table  # rel's step time over abs's
     names = {path.name for path in (tmp_path / "board").iterdir()}
-    assert names == {"board.md", "board.json", "board.csv", "board.tex", "bleu.png", "length_ratio.png"}
+    assert names == {"board.md", "board.json", "board.csv", "board.tex", "bleu.png", "length_ratio.png",
+                     "failures.png", "oracle.png"}
     records = json.loads((tmp_path / "board" / "board.json").read_text())["records"]
     rel_beyond = next(r for r in records if r["system"] == "rel" and r["set"] == "beyond")
     assert rel_beyond["rank"] == 1 and len(rel_beyond["bleu_seeds"]) == 2 and rel_beyond["bleu_p"] < 0.05
@@ -194,8 +196,8 @@ def test_a_system_scoring_like_the_baseline_is_never_significant_on_the_board(kn
     refs, systems = known
     spaced = {"abs": systems["abs"], "spaced": [[hyp + "  " for hyp in seed] for seed in systems["abs"]]}
     lengths = [len(ref.split()) for ref in refs]
-    board = build_board(lengths, refs, spaced, buckets_from_edges([LIMIT, 30]), LIMIT, tokenize="none",
-                        n_bootstrap=100, seed=1)
+    board = build_board(lengths, refs, spaced, buckets_from_edges([LIMIT, 30]), LIMIT,
+                        ScoringOptions(tokenize="none", n_bootstrap=100, seed=1))
     row = board.row("spaced")
     for cell in row.cells + [row.beyond]:
         assert all(p == 1.0 for p in cell.p_values.values())

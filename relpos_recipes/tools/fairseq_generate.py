@@ -1,11 +1,15 @@
 """fairseq-generate as a step: ``python -m relpos_recipes.tools.fairseq_generate --testset
-DIR --log generate.log --hyp-seg hyp.seg --hyp-tok hyp.tok --hyp-txt hyp.txt --
-fairseq-generate ...``.
+DIR --log generate.log --hyp-seg hyp.seg --hyp-tok hyp.tok --hyp-txt hyp.txt
+[--hyp-scores hyp.scores] -- fairseq-generate ...``.
 
 It translates a test set of build-test-sets.sh, then writes each sentence's best hypothesis
 in source order (hyp.seg), the segmentation undone (hyp.tok) and the tokenisation undone
-(hyp.txt).  Every sentence gets its translation, or the step fails: a source the model
-cannot take is an error, never an empty hypothesis.
+(hyp.txt), and with --hyp-scores each one's mean log2-probability per output token, its end
+of sentence included (relpos_analysis.io.fairseq_log_probs: the mean of fairseq's P- line,
+which is its H- score at the default --lenpen 1, whatever --lenpen the decoding used), one
+per line in source order: what ``relpos-report --system-scores`` and ``relpos-leaderboard
+--system-scores`` read.  Every sentence gets its translation, or the step fails: a source
+the model cannot take is an error, never an empty hypothesis.
 """
 import argparse
 import subprocess
@@ -14,7 +18,7 @@ from pathlib import Path
 from typing import List
 
 from relpos_analysis import fairseq_log
-from relpos_analysis.io import InputError, fairseq_segments, read_lines
+from relpos_analysis.io import InputError, fairseq_log_probs, fairseq_segments, read_lines
 
 from . import fail, option_value
 from .fairseq_train import check_checkpoint
@@ -42,6 +46,16 @@ def write_hypotheses(log: Path, n_sentences: int, out: Path) -> None:
     Path(out).write_text("".join(hyp + "\n" for hyp in hypotheses), encoding="utf-8", newline="\n")
 
 
+def write_scores(log: Path, n_sentences: int, out: Path) -> None:
+    """Line <id> of OUT is the mean log2-probability per token of sentence <id>'s best
+    hypothesis (fairseq_log_probs), for every id 0..N-1, checked as write_hypotheses checks."""
+    try:
+        scores = fairseq_log_probs(read_lines(str(log), "--log"), str(log), n_sentences=n_sentences)
+    except InputError as err:
+        fail(str(err))
+    Path(out).write_text("".join(f"{score:.6f}\n" for score in scores), encoding="utf-8", newline="\n")
+
+
 def translate(a) -> None:
     testset = Path(a.testset)
     meta = read_env(testset / "meta.env")
@@ -65,6 +79,8 @@ def translate(a) -> None:
                  "positions (the hypothesis of a sentence that was not translated is never left empty)")
         fail("fairseq-generate failed (see the lines above)")
     write_hypotheses(Path(a.log), int(meta["LINES"]), Path(a.hyp_seg))
+    if a.hyp_scores:
+        write_scores(Path(a.log), int(meta["LINES"]), Path(a.hyp_scores))
     tgt = prep["TGT"]
     deseg_file(prep["SEG"], str(work / "seg" / f"spm.{tgt}.model"), a.hyp_seg, a.hyp_tok)
     detok_file(prep["TEXTPROC"], tgt, a.hyp_tok, a.hyp_txt)
@@ -80,6 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--testset", required=True)
     for option in ("--log", "--hyp-seg", "--hyp-tok", "--hyp-txt"):
         ap.add_argument(option, required=True)
+    ap.add_argument("--hyp-scores", help="also write each hypothesis's mean log2-probability per token here")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- fairseq-generate ...")
     a = ap.parse_args(argv)
     a.command = a.command[1:] if a.command[:1] == ["--"] else a.command
