@@ -18,6 +18,8 @@
 # OUT/hyp.seg       hypotheses, segmented, line i = source line i
 # OUT/hyp.tok       segmentation undone (tokenized text, as the study scored)
 # OUT/hyp.txt       detokenized text (what the analysis report scores)
+# OUT/hyp.scores    each hypothesis's mean log2-probability per token (fairseq's P- line;
+#                   relpos-report --system-scores reads it)
 #
 # Options:
 #   --beam N          (default 5)
@@ -28,6 +30,10 @@
 #   --user-dir DIR    plugin to load (default: what train.sh recorded next to CKPT)
 #   --cpu             run on CPU even if a GPU is visible (CPU runs use OMP_NUM_THREADS=1
 #                     unless it is set)
+#   --oracle-length   decode each sentence with its reference's length in target subwords
+#                     (end of sentence forbidden before it, forced at it; the plugin's
+#                     relpos_translation task): what the model writes when it need not
+#                     decide where to stop (docs/analysis.md, oracle-length decoding)
 #   --dry-run         print the fairseq-generate command and exit
 #   -h, --help        this help
 # Every sentence gets its translation, or the script fails: a source longer than the model's

@@ -19,6 +19,7 @@ from .archs import check_archs
 from .data import preparation_steps, testsets_graph
 from .options import DEFAULT_THREADS, Parser, absolute, folder, name_list, non_negative_int, positive_int
 from .prepare import prepared_view, toy_parser, toy_preparation
+from .reports import oracle_folder, system_options
 from .training import Training, Translation, visible_gpus
 
 DEMO_SYSTEMS = "transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos"
@@ -63,6 +64,7 @@ class DemoRun:
     threads: int
     gpus: int
     corpus: Optional[Corpus] = None
+    oracle: bool = False  # each model also decodes with its references' lengths
 
     def __post_init__(self):
         self.corpus = self.corpus or TOY
@@ -100,6 +102,7 @@ def demo_parser(prog: str) -> Parser:
     parser.add_argument("--out-dir", type=folder)
     parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
     parser.add_argument("--gpus", type=_gpus, default=0)
+    parser.add_argument("--oracle-length", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     add_launcher_options(parser)
     return parser
@@ -125,7 +128,7 @@ def demo_run(args, archs: Sequence[str], corpus: Optional[Corpus] = None) -> Dem
         check_gpus(gpus)
     return DemoRun(archs=list(archs), limit=args.train_limit, updates=min(args.updates, 200) if args.quick else args.updates,
                    seed=args.seed, out=absolute(args.out_dir), quick=args.quick, threads=args.threads, gpus=gpus,
-                   corpus=corpus)
+                   corpus=corpus, oracle=args.oracle_length)
 
 
 def check_gpus(gpus: int) -> None:
@@ -187,29 +190,31 @@ def train_step(run: DemoRun, training: Training, follows: Sequence[Path] = ()) -
 
 
 def translate_steps(run: DemoRun, folder: Path, follows: Sequence[Path] = ()) -> List[Step]:
-    """Both test sets translated with FOLDER's best checkpoint (beam 5)."""
+    """Both test sets translated with FOLDER's best checkpoint (beam 5), and with
+    --oracle-length also decoded with each sentence's reference length."""
     steps = []
     for test_set in run.corpus.test_sets:
-        translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
-                                  out=folder / test_set, cpu=not run.gpus, extra=list(run.corpus.translate))
-        steps.append(translation.step(run.corpus.langs, root=run.out, label=folder.name, gpus=1 if run.gpus else 0,
-                                      follows=follows))
+        for oracle, out in ((False, folder / test_set), (True, oracle_folder(folder, test_set)))[:1 + run.oracle]:
+            translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
+                                      out=out, cpu=not run.gpus, extra=list(run.corpus.translate),
+                                      user_dir="fairseq_relpos", oracle=oracle)
+            steps += translation.steps(run.corpus.langs, root=run.out, label=folder.name, gpus=1 if run.gpus else 0,
+                                       follows=follows)
     return steps
 
 
 def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
     testset = run.data / "testsets" / test_set
     report = run.out / "report" / test_set
-    hyps = [systems[arch] / test_set / "hyp.txt" for arch in systems]
-    command = [tool("report"), "--source", testset / "seg.src", "--length-file",
-               testset / "longer-side", "--ref", testset / "raw.tgt",
-               *[a for arch, hyp in zip(systems, hyps) for a in ("--system", f"{arch}={hyp}")],
-               "--baseline", next(iter(systems)), "--tokenize", "none", "--metrics", "bleu,ter",
-               "--edges", run.edges(test_set), "--train-limit", run.limit, "--bootstrap", 200, "--seed", run.seed,
+    named, read = system_options({arch: [folder] for arch, folder in systems.items()}, test_set, run.oracle)
+    command = [tool("report"), "--source", testset / "seg.src", "--length-file", testset / "longer-side",
+               "--ref", testset / "raw.tgt", *named, "--baseline", next(iter(systems)), "--tokenize", "none",
+               "--metrics", "bleu,ter", "--edges", run.edges(test_set), "--train-limit", run.limit,
+               "--bootstrap", 200, "--seed", run.seed,
                "--title", f"Demo, {test_set}: trained on pairs of up to {run.limit} subword tokens (length: longer side)",
                "--out-dir", OutDir(report)]
     return Step("report", command, home=report, root=run.out,
-                inputs=[testset / "seg.src", testset / "longer-side", testset / "raw.tgt", *hyps],
+                inputs=[testset / "seg.src", testset / "longer-side", testset / "raw.tgt", *read],
                 display=Display(echo=False, title=f"report {test_set}"))
 
 

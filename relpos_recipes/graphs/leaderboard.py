@@ -28,6 +28,7 @@ from .options import positive_int
 from .prepare import (SMOKE_TATOEBA_PREPARE, prepared_view, smoke_slice, smoke_tatoeba_export, tatoeba_export,
                       tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation)
 from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
+from .reports import system_options
 
 
 @dataclasses.dataclass
@@ -169,19 +170,14 @@ class Leaderboard:
         run_, failures = self.run, self.failures()
         tuning = run_.out / "leaderboard" / "tuning.json"
         steps = []
+        models = {arch: [self.folder(arch, self.choice(arch)["chosen"], seed) for seed in self.protocol.seeds]
+                  for arch in run_.archs if arch not in failures}
+        logs = {arch: [folder / "train.log" for folder in folders] for arch, folders in models.items()}
         for test_set in run_.corpus.test_sets:
-            args, inputs = [], [tuning]
-            for arch in run_.archs:
-                if arch in failures:
-                    args += ["--failed", f"{arch}={failures[arch]}"]
-                    continue
-                lr = self.choice(arch)["chosen"]
-                folders = [self.folder(arch, lr, seed) for seed in self.protocol.seeds]
-                hyps = [f / test_set / "hyp.txt" for f in folders]
-                logs = [f / "train.log" for f in folders]
-                args += ["--system", f"{arch}=" + ",".join(map(str, hyps)),
-                         "--train-log", f"{arch}=" + ",".join(map(str, logs))]
-                inputs += hyps + logs
+            named, read = system_options(models, test_set, run_.oracle)
+            args = [*named, *[a for arch in models for a in ("--train-log", f"{arch}=" + ",".join(map(str, logs[arch])))],
+                    *[a for arch, why in failures.items() for a in ("--failed", f"{arch}={why}")]]
+            inputs = [tuning, *read, *(log for arch in models for log in logs[arch])]
             steps.append(board_step(run_, test_set, args, inputs, len(self.protocol.seeds), tuning))
         return steps
 

@@ -21,6 +21,8 @@ from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, prepared_view, smoke_sli
                       tatoeba_export, tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation, wmt_pair)
 from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS,
                       WMT_SHARDS, tatoeba_edges)
+from ..tools import option_value
+from .reports import oracle_folder, system_options
 from .training import Translation, train_options, visible_gpus
 
 SMOKE_SEGMENTATION = {"de-en": 400, "zh-en": 1000}
@@ -99,6 +101,10 @@ class StudyRun:
     threads: int
     gpus: int
     smoke_data: Path = Path()
+    oracle: bool = False  # each model also decodes with its references' lengths
+    # the plugin the models load: what TRAIN_EXTRA_ARGS says, or ours
+    user_dir: str = dataclasses.field(default_factory=lambda: option_value(_environment("TRAIN_EXTRA_ARGS"),
+                                                                           "--user-dir") or "fairseq_relpos")
 
     def prep_dir(self, pair: str) -> Path:
         return self.work_root / f"wmt19-{pair}"
@@ -117,6 +123,7 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     parser.add_argument("--offline", action="store_true")
     parser.add_argument("--system", action="append", default=[])
     parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
+    parser.add_argument("--oracle-length", action="store_true")
     add_launcher_options(parser)
     if n == 5:
         parser.add_argument("--archs", type=name_list)
@@ -124,7 +131,7 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     smoke = os.environ.get("SMOKE", "0") == "1"
     run_ = StudyRun(smoke=smoke, work_root=absolute(args.work_root), runs_root=absolute(args.runs_root),
                     local_dirs=[absolute(d) for d in args.local_dir], offline=args.offline, threads=args.threads,
-                    gpus=0)
+                    gpus=0, oracle=args.oracle_length)
     if smoke:
         run_.work_root, run_.runs_root = run_.work_root / "smoke", run_.runs_root / "smoke"
         run_.smoke_data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "wmt-newstest"))
@@ -198,7 +205,7 @@ def study_graph(run_: StudyRun, reports: Sequence[Report], override: str) -> Gra
                 job = systems.get(name) or Job(name, [_train_step(run_, pair, arch, system.limit, save)])
                 systems[name] = job
                 if not any(step.home == save / report.test_set for step in job.steps):
-                    job.steps = [*job.steps, _translate_step(run_, pair, save, report.test_set)]
+                    job.steps = [*job.steps, *_translate_steps(run_, pair, save, report.test_set)]
         jobs += systems.values()
         if os.environ.get("SKIP_REPORT") == "1":
             continue
@@ -207,9 +214,10 @@ def study_graph(run_: StudyRun, reports: Sequence[Report], override: str) -> Gra
             for system in report.systems:
                 save = run_.runs_root / f"wmt19-{pair}" / system.folder(override or system.arch)
                 job = systems[f"{pair}-{save.name}"]
-                # what the report needs of the system: its training and its translation of the report's set
-                needed = [step for step in job.steps if step.home in (save, save / report.test_set)]
-                entries.append((system.label, save / report.test_set, job, needed))
+                # what the report needs of the system: its training and its translations of the report's set
+                homes = (save, save / report.test_set, oracle_folder(save, report.test_set))
+                needed = [step for step in job.steps if step.home in homes]
+                entries.append((system.label, save, job, needed))
             jobs.append(Job(f"report-{report.name}", waits_for=list(dict.fromkeys(e[2] for e in entries)),
                             kind="report", after_any=True, later=Later(
                                 lambda report=report, entries=entries: [_report_step(
@@ -254,35 +262,39 @@ def _train_step(run: StudyRun, pair: str, arch: str, limit: int, save: Path) -> 
                          tasks=tasks, srun=True, cpus=run.threads if run.gpus else 1)
 
 
-def _translate_step(run: StudyRun, pair: str, save: Path, test_set: str) -> Step:
-    translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=run.prep_dir(pair) / "testsets" / test_set,
-                              out=save / test_set, cpu=not run.gpus,
-                              extra=list(SMOKE_TRANSLATE) if run.smoke else [])
-    spec = wmt_pair(pair)
-    return translation.step((spec["src"], spec["tgt"]), root=run.runs_root, label=save.name,
-                            gpus=1 if run.gpus else 0, cpus=run.threads if run.gpus else 1)
+def _translate_steps(run: StudyRun, pair: str, save: Path, test_set: str) -> List[Step]:
+    """SAVE's model translating a test set (and with --oracle-length, decoding it with the
+    references' lengths too), and the log-probabilities of each."""
+    spec, steps = wmt_pair(pair), []
+    for oracle, out in ((False, save / test_set), (True, oracle_folder(save, test_set)))[:1 + run.oracle]:
+        translation = Translation(checkpoint=save / "checkpoint_best.pt", out=out, cpu=not run.gpus,
+                                  testset=run.prep_dir(pair) / "testsets" / test_set, oracle=oracle,
+                                  extra=list(SMOKE_TRANSLATE) if run.smoke else [], user_dir=run.user_dir)
+        steps += translation.steps((spec["src"], spec["tgt"]), root=run.runs_root, label=save.name,
+                                   gpus=1 if run.gpus else 0, cpus=run.threads if run.gpus else 1)
+    return steps
 
 
 def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Path, Optional[str]]]) -> Step:
     """Scored with sacreBLEU's 13a tokenization of the detokenized output against the raw
     references (REPORT_TOKENIZE=none: the Moses-tokenized output against the Moses-tokenized
-    references, the study's "BLEU on tokenized text"; meaningful for De->En)."""
+    references, the study's "BLEU on tokenized text"; meaningful for De->En).  ``systems``:
+    (label, model folder, why it failed or None)."""
     spec = wmt_pair(report.pair)
     testset = run.prep_dir(report.pair) / "testsets" / report.test_set
     tokenize = os.environ.get("REPORT_TOKENIZE", "13a")
     hyp, ref = ("hyp.tok", testset / f"tok.{spec['tgt']}") if tokenize == "none" else ("hyp.txt", testset / f"raw.{spec['tgt']}")
-    hyps = [(label, out / hyp) for label, out, failure in systems if not failure]
+    scored = {label: [save] for label, save, failure in systems if not failure}
+    named, read = system_options(scored, report.test_set, run.oracle, hypotheses=hyp)
     failed = [a for label, _, failure in systems if failure for a in ("--failed", f"{label}={failure}")]
-    baseline = report.baseline if any(label == report.baseline for label, _ in hyps) or not hyps else hyps[0][0]
+    baseline = report.baseline if report.baseline in scored or not scored else next(iter(scored))
     out = run.runs_root / "reports" / report.name
-    command = [tool("report"), "--source", testset / f"seg.{spec['src']}", "--ref", ref,
-               *[a for label, path in hyps for a in ("--system", f"{label}={path}")], *failed,
+    command = [tool("report"), "--source", testset / f"seg.{spec['src']}", "--ref", ref, *named, *failed,
                *(["--bootstrap", "50"] if run.smoke else []), *_environment("REPORT_EXTRA_ARGS"),
                "--baseline", baseline, "--edges", "25,50,75,100", "--train-limit", "100",
                "--tokenize", tokenize, "--title", f"{report.name} ({report.pair}, {report.test_set})",
                "--out-dir", OutDir(out)]
-    return Step("report", command, home=out, root=run.runs_root,
-                inputs=[testset / f"seg.{spec['src']}", ref, *[path for _, path in hyps]],
+    return Step("report", command, home=out, root=run.runs_root, inputs=[testset / f"seg.{spec['src']}", ref, *read],
                 display=Display(echo=False, title=f"report {report.name}"))
 
 
@@ -300,6 +312,7 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     parser.add_argument("--work-dir", type=folder)
     parser.add_argument("--out-dir", type=folder)
     parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
+    parser.add_argument("--oracle-length", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     add_launcher_options(parser)
     args = parser.parse_args(argv)
@@ -347,22 +360,24 @@ def tatoeba_main(argv: Sequence[str]) -> int:
             data=work / "data-bin" / f"len{TATOEBA_LIMIT}", arch=arch, save=save, n_shards=1)
         steps = [training.step(1 if gpus else 0, root=out, label=arch, cpus=cpus)]
         for test_set in TATOEBA_SETS:
-            translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=work / "testsets" / test_set,
-                                      out=save / test_set, cpu=not gpus, extra=translate_args)
-            steps.append(translation.step(("de", "en"), root=out, label=arch, gpus=1 if gpus else 0, cpus=cpus))
+            for oracle, folder_ in ((False, save / test_set), (True, oracle_folder(save, test_set)))[:1 + args.oracle_length]:
+                translation = Translation(checkpoint=save / "checkpoint_best.pt", testset=work / "testsets" / test_set,
+                                          out=folder_, cpu=not gpus, extra=translate_args, oracle=oracle,
+                                          user_dir=training.user_dir)
+                steps += translation.steps(("de", "en"), root=out, label=arch, gpus=1 if gpus else 0, cpus=cpus)
         jobs.append(Job(arch, steps))
     systems = [job for job in jobs if job.kind == "system"]
 
     def reports() -> List[Step]:
         failed = {labels[job.name]: why for job in systems if (why := unfinished(job.steps))}
         scored = {labels[arch]: folders[arch] for arch in args.systems}
-        return [_tatoeba_report(work, out, test_set, scored, failed, bootstrap, args.seed)
+        return [_tatoeba_report(work, out, test_set, scored, failed, bootstrap, args.seed, args.oracle_length)
                 for test_set in TATOEBA_SETS]
 
     jobs.append(Job("reports", waits_for=systems, kind="report", after_any=True,
                     later=Later(reports, "the reports", preview=lambda: [
                         _tatoeba_report(work, out, test_set, {labels[a]: folders[a] for a in args.systems}, {},
-                                        bootstrap, args.seed) for test_set in TATOEBA_SETS])))
+                                        bootstrap, args.seed, args.oracle_length) for test_set in TATOEBA_SETS])))
     launch = Launch.from_args("tatoeba", argv, args, threads=args.threads, gpus=gpus, console=ProgressConsole())
     run(Graph(jobs, roots=[work, out]), launch)
     if launch.finishes_here:
@@ -371,20 +386,21 @@ def tatoeba_main(argv: Sequence[str]) -> int:
 
 
 def _tatoeba_report(work: Path, out: Path, test_set: str, systems: Dict[str, Path], failures: Dict[str, str],
-                    bootstrap: int, seed: int) -> Step:
+                    bootstrap: int, seed: int, oracle: bool) -> Step:
     limit = TATOEBA_LIMIT
     edges = tatoeba_edges(test_set, limit)
     testset = work / "testsets" / test_set
-    scored = [name for name in systems if name not in failures] or list(systems)
-    hyps = [systems[name] / test_set / "hyp.txt" for name in scored]
+    scored = {name: [folder] for name, folder in systems.items() if name not in failures} or \
+        {name: [folder] for name, folder in systems.items()}
+    named, read = system_options(scored, test_set, oracle)
     report = out / "report" / test_set
     command = [tool("report"), "--source", testset / "seg.de", "--length-file", testset / "longer-side",
-               "--ref", testset / "raw.en", *[a for arch, hyp in zip(scored, hyps) for a in ("--system", f"{arch}={hyp}")],
+               "--ref", testset / "raw.en", *named,
                *[a for name, why in failures.items() for a in ("--failed", f"{name}={why}")],
-               "--baseline", scored[0], "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,
+               "--baseline", next(iter(scored)), "--tokenize", "13a", "--metrics", "bleu,ter", "--edges", edges,
                "--train-limit", limit, "--bootstrap", bootstrap, "--seed", seed,
                "--title", f"Tatoeba De-En, {test_set}: trained on pairs of up to {limit} subword tokens (length: longer side)",
                "--out-dir", OutDir(report)]
     return Step("report", command, home=report, root=out,
-                inputs=[testset / "seg.de", testset / "longer-side", testset / "raw.en", *hyps],
+                inputs=[testset / "seg.de", testset / "longer-side", testset / "raw.en", *read],
                 display=Display(echo=False, title=f"report {test_set}"))

@@ -264,6 +264,13 @@ class Translation:
     user_dir: str = "auto"
     cpu: bool = False
     extra: Sequence[str] = ()
+    # each sentence decoded with its reference's length in target subwords (the plugin's
+    # relpos_translation task, docs/plugin.md): how much of a failure is the stopping decision
+    oracle: bool = False
+
+    @property
+    def described(self) -> str:
+        return self.testset.name + (" at oracle lengths" if self.oracle else "")
 
     def recorded_user_dir(self) -> str:
         """--user-dir: what the training recorded next to the checkpoint (fairseq_relpos when
@@ -280,7 +287,8 @@ class Translation:
         return [str(x) for x in (
             "fairseq-generate", self.testset / "bin", "--path", self.checkpoint,
             *(["--user-dir", user_dir] if user_dir not in ("none", "") else []),
-            "--task", "translation", "--source-lang", src, "--target-lang", tgt,
+            *(["--task", "relpos_translation", "--oracle-length"] if self.oracle else ["--task", "translation"]),
+            "--source-lang", src, "--target-lang", tgt,
             "--gen-subset", "test", "--beam", self.beam, "--lenpen", self.lenpen, "--max-len-a", self.max_len_a,
             "--max-len-b", self.max_len_b, "--max-tokens", self.max_tokens, "--seed", "1",
             *(["--cpu"] if self.cpu else []), *self.extra)]
@@ -300,10 +308,29 @@ class Translation:
         env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         return Step("translate", command, home=out, root=root, inputs=inputs,
                     resources=Resources(cpus=cpus, gpus=1 if gpus else 0, env=env),
-                    display=Display(label=label, log=out / "translate.log",
-                                    title=f"translate {self.testset.name}" + (f" with {label}" if label else "")))
+                    display=Display(label=label, log=out / "translate.log", title=f"translate {self.described}"
+                                                                                  + (f" with {label}" if label else "")))
+
+    def scores_step(self, *, root: Optional[Path] = None, label: str = "") -> Step:
+        """Each hypothesis's mean log2-probability per token (hyp.scores), from the
+        translation's generate.log: a step of its own, so that translations made before it
+        existed stay done."""
+        out = self.out
+        return Step("log-probs", [tool("log-probs"), "--testset", self.testset, "--log", out / "generate.log",
+                                  "--out", Out(out / "hyp.scores")],
+                    home=out, root=root, inputs=[out / "generate.log", self.testset / "meta.env"],
+                    display=Display(echo=False, title=f"log-probabilities of {self.described}"
+                                                      + (f" with {label}" if label else "")))
+
+    def steps(self, langs: Sequence[str], *, root: Optional[Path] = None, label: str = "", gpus: int = 0,
+              cpus: int = 1, follows: Sequence[Path] = ()) -> List[Step]:
+        """The translation and its log-probabilities."""
+        return [self.step(langs, root=root, label=label, gpus=gpus, cpus=cpus, follows=follows),
+                self.scores_step(root=root, label=label)]
 
     def check(self) -> None:
+        if self.oracle and self.recorded_user_dir() in ("none", ""):
+            raise StepError("--oracle-length decodes with the plugin's task: the model needs --user-dir fairseq_relpos")
         if not self.checkpoint.is_file():
             raise StepError(f"no checkpoint {self.checkpoint} (train it with scripts/train.sh)")
         if not (self.testset / "meta.env").exists() or not (self.testset / "bin").is_dir():
@@ -326,6 +353,7 @@ def translate_main(argv: Sequence[str]) -> int:
     parser.add_argument("--max-tokens", default="8000")
     parser.add_argument("--user-dir", default="auto")
     parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--oracle-length", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     args, extra = parser.parse_known_args(_before_separator(argv))
     extra += _after_separator(argv)
@@ -334,7 +362,7 @@ def translate_main(argv: Sequence[str]) -> int:
     translation = Translation(checkpoint=absolute(args.checkpoint), testset=absolute(args.testset),
                               out=absolute(args.out_dir), beam=args.beam, lenpen=args.lenpen,
                               max_len_a=args.max_len_a, max_len_b=args.max_len_b, max_tokens=args.max_tokens,
-                              user_dir=args.user_dir, cpu=args.cpu, extra=extra)
+                              user_dir=args.user_dir, cpu=args.cpu, extra=extra, oracle=args.oracle_length)
     if args.dry_run:
         meta = read_env(translation.testset / "meta.env") if (translation.testset / "meta.env").exists() else {}
         print(shlex.join(translation.generate_command(meta.get("SRC", "SRC"), meta.get("TGT", "TGT"))))
@@ -342,7 +370,7 @@ def translate_main(argv: Sequence[str]) -> int:
     translation.check()
     meta = read_env(translation.testset / "meta.env")
     gpus = 0 if args.cpu else visible_gpus()
-    run(Graph([Job("translate", [translation.step((meta["SRC"], meta["TGT"]), gpus=gpus)])], roots=[translation.out]),
+    run(Graph([Job("translate", translation.steps((meta["SRC"], meta["TGT"]), gpus=gpus))], roots=[translation.out]),
         Launch("translate", argv, threads=1, gpus=gpus))
     print(translation.out / "hyp.txt")
     return 0

@@ -1,15 +1,17 @@
-"""fairseq-generate as a step: ``python -m relpos_recipes.tools.fairseq_generate --testset
-DIR --log generate.log --hyp-seg hyp.seg --hyp-tok hyp.tok --hyp-txt hyp.txt
-[--hyp-scores hyp.scores] -- fairseq-generate ...``.
+"""fairseq-generate as a step: ``python -m relpos_recipes.tools.fairseq_generate``
 
-It translates a test set of build-test-sets.sh, then writes each sentence's best hypothesis
-in source order (hyp.seg), the segmentation undone (hyp.tok) and the tokenisation undone
-(hyp.txt), and with --hyp-scores each one's mean log2-probability per output token, its end
-of sentence included (relpos_analysis.io.fairseq_log_probs: the mean of fairseq's P- line,
-which is its H- score at the default --lenpen 1, whatever --lenpen the decoding used), one
-per line in source order: what ``relpos-report --system-scores`` and ``relpos-leaderboard
---system-scores`` read.  Every sentence gets its translation, or the step fails: a source
-the model cannot take is an error, never an empty hypothesis.
+``translate --testset DIR --log generate.log --hyp-seg hyp.seg --hyp-tok hyp.tok --hyp-txt
+hyp.txt -- fairseq-generate ...`` translates a test set of build-test-sets.sh, then writes each
+sentence's best hypothesis in source order (hyp.seg), the segmentation undone (hyp.tok) and
+the tokenisation undone (hyp.txt).  Every sentence gets its translation, or the step fails: a
+source the model cannot take is an error, never an empty hypothesis.
+
+``scores --testset DIR --log generate.log --out hyp.scores`` writes each best hypothesis's mean
+log2-probability per output token, its end of sentence included
+(relpos_analysis.io.fairseq_log_probs: the mean of fairseq's P- line, which is its H- score at
+the default --lenpen 1, whatever --lenpen the decoding used), one per line in source order:
+what ``relpos-report --system-scores`` and ``relpos-leaderboard --system-scores`` read.  A step
+of its own, after the translation: the translations made before it existed stay done.
 """
 import argparse
 import subprocess
@@ -79,8 +81,6 @@ def translate(a) -> None:
                  "positions (the hypothesis of a sentence that was not translated is never left empty)")
         fail("fairseq-generate failed (see the lines above)")
     write_hypotheses(Path(a.log), int(meta["LINES"]), Path(a.hyp_seg))
-    if a.hyp_scores:
-        write_scores(Path(a.log), int(meta["LINES"]), Path(a.hyp_scores))
     tgt = prep["TGT"]
     deseg_file(prep["SEG"], str(work / "seg" / f"spm.{tgt}.model"), a.hyp_seg, a.hyp_tok)
     detok_file(prep["TEXTPROC"], tgt, a.hyp_tok, a.hyp_txt)
@@ -93,16 +93,23 @@ def translate(a) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m relpos_recipes.tools.fairseq_generate",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--testset", required=True)
+    sub = ap.add_subparsers(dest="tool", required=True)
+    p = sub.add_parser("translate")
+    p.add_argument("--testset", required=True)
     for option in ("--log", "--hyp-seg", "--hyp-tok", "--hyp-txt"):
-        ap.add_argument(option, required=True)
-    ap.add_argument("--hyp-scores", help="also write each hypothesis's mean log2-probability per token here")
-    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- fairseq-generate ...")
+        p.add_argument(option, required=True)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- fairseq-generate ...")
+    p = sub.add_parser("scores")
+    p.add_argument("--testset", required=True)
+    p.add_argument("--log", required=True)
+    p.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    if a.tool == "scores":
+        write_scores(Path(a.log), int(read_env(Path(a.testset) / "meta.env")["LINES"]), Path(a.out))
+        return 0
     a.command = a.command[1:] if a.command[:1] == ["--"] else a.command
     translate(a)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
