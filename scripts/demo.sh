@@ -40,7 +40,11 @@
 #   --gpus N             train and translate on N GPUs instead (fp16), --threads systems at a
 #                        time shared out among them; a model trained on the other device is
 #                        trained again (default 0: CPU only, the same translations on every run)
+#   --oracle-length      also decode each system with each sentence's reference length (end of
+#                        sentence forbidden before it, forced at it): the reports then set
+#                        free against oracle-length BLEU per bucket (docs/analysis.md)
 #   --dry-run            list every step with its command and whether it is done; run nothing
+#   @launcher-options (scripts/lib/launcher-options.txt)
 #   -h, --help           this help
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"

@@ -149,9 +149,10 @@ class ProgressConsole(Console):
                 from tqdm import tqdm
 
                 total = sum(1 for kind in self.kind.values() if kind == "prepare")
+                # disable=False: the scripts set TQDM_DISABLE for the tools' own bars, not these
                 self.bars["data"] = tqdm(total=total, initial=total - self.pending["prepare"], desc="data",
-                                         file=self.stream, bar_format="{desc}: {n_fmt}/{total_fmt} steps [{elapsed}] "
-                                                                      "{postfix}")
+                                         file=self.stream, disable=False,
+                                         bar_format="{desc}: {n_fmt}/{total_fmt} steps [{elapsed}] {postfix}")
 
     def replanned(self, job, steps) -> None:
         for step in steps:
@@ -201,8 +202,6 @@ class ProgressConsole(Console):
             self.bars["data"].set_postfix_str(step.description)
         elif tracked:
             self._bar(step)
-        else:
-            super().step_started(step, reason)
 
     def step_done(self, step, seconds: float) -> None:
         progress = self._ended(step)
@@ -252,4 +251,4 @@ class ProgressConsole(Console):
 
         with self._lock:
             self.bars[step] = tqdm(total=None, desc=self.running[step].text(), file=self.stream, leave=False,
-                                   bar_format="{desc}")
+                                   disable=False, bar_format="{desc}")

@@ -1,12 +1,18 @@
 # shellcheck shell=bash
-# Sourced by every script: its --help (the comment block at its top), then the recipe of the
-# same name in Python (python -m relpos_recipes NAME, see relpos_recipes/), in the project's environment.
+# Sourced by every script: its --help (the comment block at its top; a line "@launcher-options"
+# in it stands for the options every recipe takes to run on SLURM, launcher-options.txt), then
+# the recipe of the same name in Python (python -m relpos_recipes NAME), in the project's
+# environment.
 relpos_recipe() {
   local name=$1 arg script=${BASH_SOURCE[1]}
   shift
   for arg in "$@"; do
     if [[ "$arg" == -h || "$arg" == --help ]]; then
-      awk 'NR == 1 && /^#!/ { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$script"
+      awk -v shared="$(dirname "${BASH_SOURCE[0]}")/launcher-options.txt" '
+        NR == 1 && /^#!/ { next }
+        /^# *@launcher-options/ { while ((getline line < shared) > 0) print line; next }
+        /^#/ { sub(/^# ?/, ""); print; next }
+        { exit }' "$script"
       exit 0
     fi
     [[ "$arg" == -- ]] && break

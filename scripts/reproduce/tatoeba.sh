@@ -33,19 +33,9 @@
 #                      runs/smoke/tatoeba)
 #   --threads N        cores to use (default: all)
 #   --dry-run          list every step with its command and whether it is done; run nothing
-#   --launcher local|slurm  run the steps on this machine (default) or submit them to SLURM:
-#                      the data as one job, each system as one job (its training, then its
-#                      translations), the reports after them; training jobs requeue themselves
-#                      and resume from their last checkpoint (docs/reproducing.md, "Running on a
-#                      cluster").  With slurm:
-#   --slurm-partition P   --slurm-time T   --slurm-mem M   (sbatch's --partition --time --mem)
-#   --slurm-gpus-per-job N  GPUs of each system's job (default 1; 0 for CPU-only clusters)
-#   --slurm-nodes N    nodes of each system's job: one training task per GPU on all of them
-#   --slurm-cpus-per-job N  (default: 4 per GPU, 1 without; the data's job: --threads; never
-#                      more than the partition's largest node has)
-#   --slurm-args="..."  more sbatch options, as they are (the "=" keeps them from being
-#                      read as this script's options)
-#   --wait             wait for the last job and print the reports, as the local launcher does
+#   --oracle-length    also decode each model with each sentence's reference length: the
+#                      reports then set free against oracle-length BLEU per bucket
+#   @launcher-options (scripts/lib/launcher-options.txt)
 #   -h, --help         this help
 # Environment: SMOKE=1 runs every step on every 85th pair of SMOKE_DATA (default
 # ../shared/data/tatoeba-deu-eng/deu.txt next to the checkout) with 1+1-layer models and 16
