@@ -21,7 +21,7 @@ from functools import partial
 
 import pytest
 
-from conftest import REPO_ROOT, shared_path
+from conftest import shared_path
 
 from relpos_recipes.tools import corpora
 

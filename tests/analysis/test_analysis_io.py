@@ -2,9 +2,6 @@
 hypothesis in both readers (the report's and the translate step's gen_output.py), files
 written all or nothing, and statistics-cache entries used only when whole."""
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

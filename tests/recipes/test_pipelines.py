@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import local_slurm
+from conftest import REPO_ROOT, SHARED, local_slurm
 from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
-NEWSTEST = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt-newstest"
+NEWSTEST = SHARED / "data" / "wmt-newstest"
 DEEN = NEWSTEST / "de-en"
 ZHEN = NEWSTEST / "zh-en"
 NEWSTEST_ALL_YEARS = [2008, 2009, 2010, 2011, 2012, 2013, 2014, 2016, 2017, 2018]

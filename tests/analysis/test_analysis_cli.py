@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from sacrebleu.metrics import BLEU
@@ -17,8 +16,9 @@ from relpos_analysis import load_report, report
 from relpos_analysis.evaluate import check_resampling
 from relpos_analysis.io import InputError
 from relpos_analysis.report import main
+from conftest import SHARED
 
-WMT21_DE_EN = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems" / "de-en"
+WMT21_DE_EN = SHARED / "data" / "wmt21-systems" / "de-en"
 WMT21_ZH = WMT21_DE_EN.parent / "zh-en" / "newstest2021.zh-en.src.zh"
 N_LINES = 120
 SYSTEMS = ("Online-W", "Facebook-AI", "happypoet")

@@ -4,13 +4,13 @@ by one run at a time."""
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from relpos_recipes.engine import FolderLock
+from conftest import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
 
 
@@ -90,7 +90,7 @@ def test_a_folder_the_first_engine_prepared_is_done_after_the_move(tmp_path):
     This version finds every step done and runs nothing."""
     import tarfile
 
-    with tarfile.open(Path(__file__).parent / "data" / "first-engine-toy.tar.gz") as archive:
+    with tarfile.open(REPO_ROOT / "tests" / "data" / "first-engine-toy.tar.gz") as archive:
         archive.extractall(tmp_path, filter="data")
     work = tmp_path / "toy"
     options = ["--work-dir", work, "--train-pairs", "300", "--dev-pairs", "30", "--test-pairs", "20", "--max-len",

@@ -2,7 +2,6 @@
 paired tests checked against sacrebleu itself on real WMT21 system outputs."""
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +20,9 @@ from relpos_analysis.lengths import bpe_lengths, char_lengths, sentencepiece_len
 from relpos_analysis.metrics import MetricConfig, sentence_statistics
 from relpos_analysis.render import latex_table, markdown_table
 from relpos_analysis.textcheck import check_no_subword_markers, check_segmented, unsegmented_chars_per_token
+from conftest import REPO_ROOT, SHARED
 
-WMT21 = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt21-systems"
+WMT21 = SHARED / "data" / "wmt21-systems"
 SACREBLEU_METRICS = {"bleu": BLEU, "ter": TER, "chrf": CHRF}
 # sacrebleu's names for the metrics in PairedTest's results
 SACREBLEU_NAMES = {"bleu": "BLEU", "ter": "TER", "chrf": "chrF2"}
@@ -324,7 +324,7 @@ def test_ter_edits_equal_sacrebleus_on_edge_cases():
 def test_sacrebleu_is_within_the_versions_setup_py_allows():
     """analysis/ relies on sacrebleu internals (sentence statistics, its TER search):
     setup.py bounds the versions, and the tests above check the installed one."""
-    setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text(encoding="utf-8")
+    setup = (REPO_ROOT / "setup.py").read_text(encoding="utf-8")
     (spec,) = re.findall(r'"(sacrebleu[^"]*)"', setup)
     requirement = Requirement(spec)
     assert requirement.specifier and requirement.specifier.contains(sacrebleu.__version__)

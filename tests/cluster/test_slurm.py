@@ -13,15 +13,14 @@ import os
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import local_slurm, shared_path
+from conftest import REPO_ROOT, local_slurm, shared_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
 SMOKE_MODEL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
                "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",

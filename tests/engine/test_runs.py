@@ -17,9 +17,10 @@ import pytest
 from relpos_recipes.engine import (Console, FolderLock, Graph, Job, Later, Out, Policy, Step, StepError, manifest)
 from relpos_recipes.engine.local import LocalRunner
 from relpos_recipes.engine.plan import plan
+from conftest import REPO_ROOT
 
 PY = sys.executable
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 
 
 def engine_script(tmp_path, body: str) -> Path:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import local_slurm
+from conftest import REPO_ROOT, local_slurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
 # two schemes, two rates: after 100 updates 1e-2 reaches a lower dev loss than 1e-3, so a
 # scheme's choice is not the grid's first rate; two seeds
