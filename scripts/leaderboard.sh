@@ -36,6 +36,8 @@
 #   --lr-grid LIST     learning rates to choose from, a factor of about 3 apart (default
 #                      3e-3,1e-2,3e-2: from the demo's 3e-3 up, where the first CPU board's
 #                      schemes did best; --data tatoeba: 3e-4,1e-3,3e-3; --quick: 3e-3)
+#   --scheme-lr-grid ARCH=LIST  a scheme's own grid instead (repeatable): where its chosen
+#                      rate sat at the edge of the common grid, the grid extended on that side
 #   --validate-every N dev evaluations every N updates (default 200)
 #   --patience N       stop after N evaluations without a lower dev loss (default 5)
 #   --updates N        the cap on updates per training (default 6000)

@@ -44,11 +44,24 @@ class Protocol:
     validate_every: int
     patience: int
     cap: int
+    # a scheme's own grid, where its choice sat at the edge of the common one
+    grids: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+
+    def grid_of(self, arch: str) -> List[str]:
+        return self.grids.get(arch, self.grid)
 
     def stopping(self) -> List[str]:
         every = str(self.validate_every)
         return ["--max-update", str(self.cap), "--validate-interval-updates", every, "--save-interval-updates", every,
                 "--keep-interval-updates", "1", "--validate-interval", "1000000", "--save-interval", "1000000"]
+
+
+def scheme_learning_rates(text: str):
+    """ARCH=RATE,RATE,...: one scheme's own grid."""
+    arch, equals, rates = text.partition("=")
+    if not (equals and arch.strip()):
+        raise argparse.ArgumentTypeError(f"expected ARCH=RATE,RATE,..., got '{text}'")
+    return arch.strip(), learning_rates(rates)
 
 
 def learning_rates(text: str) -> List[str]:
@@ -102,10 +115,11 @@ class Leaderboard:
         return train_step(self.run, self.training(arch, lr, self.protocol.seeds[0]))
 
     def choice_step(self, arch: str) -> Step:
-        folders = [self.folder(arch, lr, self.protocol.seeds[0]) for lr in self.protocol.grid]
+        grid = self.protocol.grid_of(arch)
+        folders = [self.folder(arch, lr, self.protocol.seeds[0]) for lr in grid]
         out = self.choice_file(arch)
         return Step(f"choose-{arch}", [tool("choose-lr"), "--out", Out(out), "--out-rate", Out(self.rate_file(arch)),
-                                       *[f"{lr}={folder}" for lr, folder in zip(self.protocol.grid, folders)]],
+                                       *[f"{lr}={folder}" for lr, folder in zip(grid, folders)]],
                     home=out.parent, root=self.run.out, inputs=[f / "train.log" for f in folders],
                     policy=Policy(after_failures=True),
                     display=Display(echo=False, title=f"choose the learning rate of {arch}"))
@@ -130,7 +144,7 @@ class Leaderboard:
         jobs = [prepare]
         schemes = []
         for arch in self.run.archs:
-            grid = [Job(f"{arch}-lr{lr}", [self.grid_step(arch, lr)]) for lr in self.protocol.grid]
+            grid = [Job(f"{arch}-lr{lr}", [self.grid_step(arch, lr)]) for lr in self.protocol.grid_of(arch)]
             # on SLURM this job starts when every rate has ended, however: the choice takes those that finished
             scheme = Job(arch, [self.choice_step(arch)], waits_for=[prepare, *grid], after_any=True,
                          later=Later(lambda arch=arch: self.seed_steps(arch),
@@ -246,6 +260,7 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     parser.add_argument("--download", action="store_true")
     parser.add_argument("--seeds", type=positive_int, default=3)
     parser.add_argument("--lr-grid", type=learning_rates)
+    parser.add_argument("--scheme-lr-grid", type=scheme_learning_rates, action="append", default=[])
     parser.add_argument("--validate-every", type=positive_int, default=200)
     parser.add_argument("--patience", type=positive_int, default=5)
     args = parser.parse_args(argv)
@@ -270,8 +285,12 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     run_ = demo_run(args, archs, corpus)
     grid = args.lr_grid or (["3e-3"] if args.quick else list(corpus.lr_grid))
     # --quick caps the updates (demo_run), the protocol's cap with them
+    grids = dict(args.scheme_lr_grid)
+    if len(grids) != len(args.scheme_lr_grid) or set(grids) - set(archs):
+        raise StepError("--scheme-lr-grid: once per scheme, and only for schemes of --systems (got "
+                        f"{', '.join(arch for arch, _ in args.scheme_lr_grid)})")
     protocol = Protocol(grid=grid, seeds=[run_.seed + k for k in range(args.seeds)], validate_every=args.validate_every,
-                        patience=args.patience, cap=run_.updates)
+                        patience=args.patience, cap=run_.updates, grids=grids)
     board = Leaderboard(run_, protocol)
     launch = Launch.from_args("leaderboard", argv, args, threads=run_.threads, gpus=run_.gpus,
                               console=ProgressConsole())
