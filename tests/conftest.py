@@ -26,6 +26,30 @@ def local_slurm() -> Tuple[Optional[str], str]:
     return str(directory / "slurm.conf"), ""
 
 
+@pytest.fixture(scope="session")
+def slurm():
+    """SLURM_CONF of a running one-node cluster, started here if none answers."""
+    conf, why_not = local_slurm()
+    if conf is None:
+        pytest.skip(why_not)
+    return conf
+
+
+def run_command(command, env=None, check=True, cwd=None):
+    """Runs a command (a script of scripts/, a fairseq command) as a user would, in the
+    environment the tests run in (which the scripts need not check again); the
+    CompletedProcess, or with ``check`` an AssertionError holding the end of its output."""
+    full_env = {**os.environ, **(env or {})}
+    if os.environ.get("VIRTUAL_ENV"):
+        full_env["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
+    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=full_env,
+                          cwd=cwd or REPO_ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{command} failed ({proc.returncode})\nSTDOUT:\n{proc.stdout[-4000:]}"
+                             f"\nSTDERR:\n{proc.stderr[-6000:]}")
+    return proc
+
+
 @pytest.fixture(scope="session", autouse=True)
 def statistics_cache(tmp_path_factory):
     """The reports the tests make cache sentence statistics in a folder of the test session,

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, local_slurm, shared_path
+from conftest import REPO_ROOT, run_command as run, shared_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -27,23 +27,8 @@ SMOKE_MODEL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embe
                "--encoder-attention-heads", "2", "--decoder-attention-heads", "2", "--batch-tokens", "1200"]
 
 
-@pytest.fixture(scope="session")
-def slurm():
-    """SLURM_CONF of a running one-node cluster, started here if none answers."""
-    conf, why_not = local_slurm()
-    if conf is None:
-        pytest.skip(why_not)
-    return conf
 
 
-def run(command, env, check=True):
-    full = {**os.environ, **env}
-    if os.environ.get("VIRTUAL_ENV"):
-        full["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
-    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=full, cwd=REPO)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{command} failed ({proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-    return proc
 
 
 def slurm_run(*args, env, check=True):

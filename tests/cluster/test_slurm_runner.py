@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, local_slurm
+from conftest import REPO_ROOT, run_command as run
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -26,22 +26,8 @@ BOARD = ["--quick", "--systems", "transformer_abs,transformer_rel", "--lr-grid",
 ON_SLURM = ["--launcher", "slurm", "--slurm-gpus-per-job", "0"]
 
 
-@pytest.fixture(scope="module")
-def slurm():
-    conf, why_not = local_slurm()
-    if conf is None:
-        pytest.skip(why_not)
-    return conf
 
 
-def run(command, env=None, check=True):
-    full = {**os.environ, **(env or {})}
-    if os.environ.get("VIRTUAL_ENV"):
-        full["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
-    proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=full, cwd=REPO)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{command} failed ({proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-    return proc
 
 
 def submitted_ids(out: Path) -> list:

@@ -10,10 +10,8 @@ sample, and SMOKE=1 table recipes up to the analysis report.
 import gzip
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import unicodedata
@@ -22,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, SHARED, local_slurm
+from conftest import REPO_ROOT, SHARED, local_slurm, run_command as run
 from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
 REPO = REPO_ROOT
@@ -40,17 +38,6 @@ ALL_SCRIPTS = [
 ]
 
 
-def run(cmd, env=None, check=True, cwd=None):
-    full_env = dict(os.environ)
-    if os.environ.get("VIRTUAL_ENV"):  # the scripts need not check the environment again
-        full_env["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
-    full_env.update(env or {})
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          env=full_env, cwd=cwd or REPO)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({proc.returncode})\nSTDOUT:\n{proc.stdout[-4000:]}"
-                             f"\nSTDERR:\n{proc.stderr[-6000:]}")
-    return proc
 
 
 def lines(path):

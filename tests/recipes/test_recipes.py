@@ -8,18 +8,14 @@ import subprocess
 import pytest
 
 from relpos_recipes.engine import FolderLock
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_command
 
 REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
 
 
 def script(name, *args, env=None):
-    full_env = {**os.environ, **(env or {})}
-    if os.environ.get("VIRTUAL_ENV"):
-        full_env["PL_ENV_READY"] = os.environ["VIRTUAL_ENV"]
-    return subprocess.run(["bash", str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
-                          env=full_env, cwd=REPO)
+    return run_command(["bash", SCRIPTS / name, *args], env=env, check=False)
 
 
 @pytest.mark.parametrize("name, args, message", [
