@@ -13,6 +13,7 @@ RECIPES = {
     "prepare-wmt19-zh-en": ("prepare", "prepare_wmt", "zh-en"),
     "prepare-toy": ("prepare", "prepare_toy"),
     "prepare-tatoeba": ("prepare", "prepare_tatoeba"),
+    "prepare-corpus": ("prepare", "prepare_corpus"),
     "build-test-sets": ("prepare", "build_test_sets"),
     "train": ("training", "train_main"),
     "translate": ("training", "translate_main"),
