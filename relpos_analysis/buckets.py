@@ -16,6 +16,12 @@ from .io import InputError
 DEFAULT_EDGES = (25, 50, 75, 100)
 
 
+def limit_edges(limit: int) -> List[int]:
+    """The default edges of a report given a training limit: within the limit, then up to 1.5,
+    2 and 3 times it, and beyond."""
+    return sorted({limit, limit * 3 // 2, limit * 2, limit * 3})
+
+
 @dataclass(frozen=True)
 class Bucket:
     lo: int

@@ -207,12 +207,12 @@ def failure_note(metrics: Sequence[str], signatures: Dict[str, str]) -> Text:
     shares = [f"{display_name(metric)}: {signatures[metric].split('|')[0].split(':', 1)[1]}"
               for metric in metrics if metric in FAILURES]
     note = ("Failure shares in percent of the bucket's sentences, exclusive in this order, in tokens of BLEU's "
-            "tokenizer against the first reference (docs/analysis.md): " + "; ".join(shares) + ".")
+            "tokenizer against the first reference (docs/analysis.md): " + "; ".join(shares) + ".") if shares else ""
     if LOG_PROB in metrics:
         note += (f" {display_name(LOG_PROB)}: the mean over the sentences of each translation's mean "
                  "log2-probability per token, end of sentence included (fairseq-generate's scores): the "
                  "model's confidence, lowest where it hallucinates (Guerreiro et al. 2023).")
-    return note + " Marks, intervals and tests as for the scores."
+    return note.lstrip() + " Marks, intervals and tests as for the scores."
 
 
 def markdown_table(report: LengthReport, title: Optional[str] = None) -> str:

@@ -21,6 +21,7 @@ RECIPES = {
     "leaderboard": ("leaderboard", "leaderboard_main"),
     **{f"table{n}": ("study", "table_main", n) for n in range(1, 6)},
     "tatoeba": ("study", "tatoeba_main"),
+    "bands": ("bands", "bands_main"),
 }
 
 

@@ -428,6 +428,17 @@ class Prepared:
         return (self.src, self.tgt)
 
 
+def preparation_of(prep: Prepared, threads: int, on_change: str = "refuse", fetcher: Optional[Fetcher] = None,
+                   **fields) -> Preparation:
+    """A folder prepared before, as the Preparation that declares more steps in it (test sets,
+    length bands, the concatenation augmentation), which need none of what it was made from."""
+    return Preparation(work=prep.work, pair=prep.pair, src=prep.src, tgt=prep.tgt, title="", textproc=prep.textproc,
+                       seg=prep.seg, seg_size=0, corpora=[], dev_sets=[], test_set="", lens=[], shards=1,
+                       fetcher=fetcher or Fetcher(corpus=lambda p, name: [], testset=lambda p, name: []),
+                       default_test_sets=[], bpe_vocab_threshold=prep.bpe_vocab_threshold, threads=threads,
+                       on_change=on_change, **fields)
+
+
 def read_env(path: Path) -> Dict[str, str]:
     try:
         text = Path(path).read_text(encoding="utf-8")

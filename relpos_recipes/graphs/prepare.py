@@ -15,7 +15,8 @@ from relpos_analysis.io import InputError
 
 from ..tools.corpus import MalformedFile, parallel_pairs
 from ..tools.filter_pairs import BAND_SIDES
-from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher, preparation_steps,
+from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher, preparation_of,
+                   preparation_steps,
                    read_env, refuse_foreign_work, split_fetcher, summary, testsets_graph, wmt_fetcher)
 from .options import Parser, absolute, add_threads, band_list, folder, log, name_list, non_negative_int, positive_int
 
@@ -475,9 +476,7 @@ def build_test_sets(argv: Sequence[str]) -> int:
     local_dirs = [absolute(d) for d in args.local_dir] or local_dirs
     offline = offline if args.offline is None else args.offline
     fetcher = wmt_fetcher(local_dirs, offline)
-    stand_in = Preparation(work=work, pair=prep.pair, src=prep.src, tgt=prep.tgt, title="", textproc=prep.textproc,
-                           seg=prep.seg, seg_size=0, corpora=[], dev_sets=[], test_set="", lens=[], shards=1,
-                           fetcher=fetcher, default_test_sets=[], threads=args.threads, on_change="redo")
+    stand_in = preparation_of(prep, args.threads, on_change="redo", fetcher=fetcher)
     steps = testsets_graph(prep, names, lambda name: fetcher.testset(stand_in, name), args.threads)
     run(Graph([Job("test-sets", steps, kind="prepare")], roots=[work]),
         Launch("build-test-sets", argv, dry_run=args.dry_run, threads=args.threads))

@@ -35,6 +35,7 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "tuning": ("relpos_recipes.tools.choice", "tuning"),
     "report": ("relpos_analysis.report",),
     "board": ("relpos_analysis.leaderboard",),
+    "band-matrix": ("relpos_analysis.bands",),
 }
 
 
