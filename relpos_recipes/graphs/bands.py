@@ -20,17 +20,17 @@ from typing import List, Sequence
 
 from relpos_analysis.buckets import Bucket, band_spec
 
-from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, run, unique_steps
+from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, run
 from ..engine.step import REPO
 from ..tools.filter_pairs import BAND_SIDES
 from . import tool
 from .archs import check_archs
-from .data import Prepared, band_folder, band_steps, preparation_of, preparation_steps, testsets_graph
+from .data import Prepared, band_folder, band_steps, preparation_and_test_sets, preparation_of
 from .demo import (TOY, DemoRun, add_run_options, demo_run, demo_training, refuse_unless_ours, train_step,
                    translate_steps)
 from .leaderboard import folder_corpus, tatoeba_corpus
 from .options import Parser, absolute, band_list, name_list
-from .prepare import prepared_view, toy_parser, toy_preparation
+from .prepare import toy_parser, toy_preparation
 from .presets import TATOEBA_LIMIT
 
 # bands of the longer side in subword tokens; on the synthetic pair a sentence of N source
@@ -128,8 +128,7 @@ def synthetic_steps(bands: Sequence[Bucket], test_bands: Sequence[Bucket], side:
             "--test-pairs", sizes[1], "--test-words", f"3 {words}", "--dev-pairs", sizes[2], "--threads", "1",
             "--train-band", ",".join(map(band_spec, bands)), "--band-side", side])
         p = dataclasses.replace(toy_preparation(args, run_.data, on_change="redo"), lens=[])
-        return unique_steps(preparation_steps(p), testsets_graph(
-            prepared_view(p), ["test"], lambda name: p.fetcher.testset(p, name), run_.threads))
+        return preparation_and_test_sets(p, ["test"], run_.threads)
 
     return steps
 

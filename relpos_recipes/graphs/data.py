@@ -511,3 +511,18 @@ def testset_steps(prep: Prepared, name: str, fetch: Callable[[str], List[Step]],
 def testsets_graph(prep: Prepared, names: Sequence[str], fetch: Callable[[str], List[Step]],
                    threads: int) -> List[Step]:
     return unique_steps(*(testset_steps(prep, name, fetch, threads) for name in names))
+
+
+def prepared_view(p: Preparation) -> Prepared:
+    """The prepared folder as its test sets see it, before segmentation.env is written."""
+    return Prepared(work=p.work, pair=p.pair, src=p.src, tgt=p.tgt, textproc=p.textproc, seg=p.seg,
+                    bpe_vocab_threshold=p.bpe_vocab_threshold, default_sets=list(p.default_test_sets),
+                    concat_of=p.concat_of)
+
+
+def preparation_and_test_sets(p: Preparation, test_sets: Sequence[str], threads: Optional[int] = None) -> List[Step]:
+    """The preparation's steps and those that build ``test_sets`` in it (with ``threads``
+    workers; default: the preparation's)."""
+    return unique_steps(preparation_steps(p), testsets_graph(prepared_view(p), test_sets,
+                                                             lambda name: p.fetcher.testset(p, name),
+                                                             p.threads if threads is None else threads))

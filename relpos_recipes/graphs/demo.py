@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..engine import (Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, add_launcher_options, run,
-                      unique_steps)
+from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, add_launcher_options, run
 from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import check_archs
-from .data import JOINED_SETS, preparation_steps, testsets_graph
+from .data import JOINED_SETS, preparation_and_test_sets
 from .options import DEFAULT_THREADS, Parser, absolute, folder, name_list, non_negative_int, positive_int
-from .prepare import prepared_view, toy_parser, toy_preparation
+from .prepare import toy_parser, toy_preparation
 from .reports import oracle_folder, system_options
 from .training import Training, Translation, visible_gpus
 
@@ -187,8 +186,7 @@ def toy_steps(run: DemoRun) -> List[Step]:
     args = toy_parser().parse_args([*run.data_args(), "--threads", "1", "--dev-within-limit",
                                     *(["--concat-augment"] if run.concat else [])])
     p = toy_preparation(args, run.data, on_change="redo")
-    return unique_steps(preparation_steps(p), testsets_graph(prepared_view(p), run.corpus.test_sets,
-                                                             lambda name: p.fetcher.testset(p, name), run.threads))
+    return preparation_and_test_sets(p, run.corpus.test_sets, run.threads)
 
 
 # up to 2x in halves for the test set, up to 3x for concat_seq, whose joined pairs are twice as long;

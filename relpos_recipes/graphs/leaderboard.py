@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..engine import Display, Graph, Job, Later, Launch, Out, OutDir, Policy, ProgressConsole, Step, StepError, \
-    run, unfinished, unique_steps
+    run, unfinished
 from ..engine.step import REPO
 from . import tool
 from .archs import all_archs, check_archs
-from .data import Concat, Prepared, concat_steps, preparation_of, preparation_steps, testsets_graph
+from .data import Concat, Prepared, concat_steps, preparation_and_test_sets, preparation_of
 from .demo import (TOY, Corpus, DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours,
                    train_step, translate_steps)
 from .options import absolute, positive_int
-from .prepare import (SMOKE_TATOEBA_PREPARE, prepared_view, smoke_slice, smoke_tatoeba_export, tatoeba_export,
+from .prepare import (SMOKE_TATOEBA_PREPARE, smoke_slice, smoke_tatoeba_export, tatoeba_export,
                       tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation)
 from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
 from .reports import system_options
@@ -231,8 +231,7 @@ def tatoeba_corpus(args, smoke: bool, prepare_options: Sequence[str] = ()) -> Co
 
     def steps(run_: DemoRun) -> List[Step]:
         p = tatoeba_preparation(prep_args, export, pairs_sha, on_change="redo", dev_within_limit=True)
-        return unique_steps(preparation_steps(p), testsets_graph(prepared_view(p), TATOEBA_SETS,
-                                                                lambda name: p.fetcher.testset(p, name), run_.threads))
+        return preparation_and_test_sets(p, TATOEBA_SETS, run_.threads)
 
     return Corpus(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
                   batch_tokens=batch, warmup=400, tokenize="13a", steps=steps, translate=tuple(translate),

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run, unique_steps
+from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run
 from ..engine.step import REPO
 from . import PY, tool
 from relpos_analysis.buckets import check_bands
@@ -15,9 +15,9 @@ from relpos_analysis.io import InputError
 
 from ..tools.corpus import MalformedFile, parallel_pairs
 from ..tools.filter_pairs import BAND_SIDES
-from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher, preparation_of,
-                   preparation_steps,
-                   read_env, refuse_foreign_work, split_fetcher, summary, testsets_graph, wmt_fetcher)
+from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher,
+                   preparation_and_test_sets, preparation_of, read_env, refuse_foreign_work, split_fetcher, summary,
+                   testsets_graph, wmt_fetcher)
 from .options import Parser, absolute, add_threads, band_list, folder, log, name_list, non_negative_int, positive_int
 
 
@@ -93,9 +93,9 @@ def training_data_fields(args) -> dict:
 
 
 def run_preparation(p: Preparation, recipe: str, argv: Sequence[str], dry_run: bool,
-                    extra_steps: Sequence[Step] = (), test_sets: Sequence[str] = ()) -> None:
+                    test_sets: Sequence[str] = ()) -> None:
     """The preparation's graph (and the ``test_sets``'), run; then its counts."""
-    steps = unique_steps(list(extra_steps), preparation_steps(p), testsets_graph_for(p, test_sets))
+    steps = preparation_and_test_sets(p, test_sets)
     log(f"preparing {p.title} in {p.work} (max lengths: {', '.join(map(str, p.lens))})")
     run(Graph([Job("prepare", steps, kind="prepare")], roots=[p.work]),
         Launch(recipe, argv, dry_run=dry_run, threads=p.threads))
@@ -421,17 +421,6 @@ def prepare_corpus(argv: Sequence[str]) -> int:
                            dev_within_limit=args.dev_within_limit, **fields)
     run_preparation(p, "prepare-corpus", argv, args.dry_run, test_sets=p.default_test_sets)
     return 0
-
-
-def prepared_view(p: Preparation) -> Prepared:
-    """The prepared folder as its test sets see it, before segmentation.env is written."""
-    return Prepared(work=p.work, pair=p.pair, src=p.src, tgt=p.tgt, textproc=p.textproc, seg=p.seg,
-                    bpe_vocab_threshold=p.bpe_vocab_threshold, default_sets=list(p.default_test_sets),
-                    concat_of=p.concat_of)
-
-
-def testsets_graph_for(p: Preparation, names: Sequence[str]) -> List[Step]:
-    return testsets_graph(prepared_view(p), names, lambda name: p.fetcher.testset(p, name), p.threads)
 
 
 def print_testsets(work: Path, names: Sequence[str]) -> None:
