@@ -40,7 +40,9 @@ DEFAULT_BANDS = {"synthetic": ("1:15,16:30,31:45", "1:15,16:30,31:45,46:60"),
                  "tatoeba": ("1:8,9:16", "1:8,9:16,17:24,25:32")}
 QUICK_BANDS = ("1:15,16:30", "1:15,16:30,31:45")
 DEFAULT_UPDATES = {"synthetic": 2300, "tatoeba": 2500}  # the demo's and tatoeba.sh's budgets
-SOURCE_WORDS_PER_TOKEN = 0.5  # the synthetic pair: source words for a longer side of one token, rounded up
+# the synthetic pair's source words per subword token of the longer side are about 1/2.4:
+# with 1/2 the longest test sentences reach beyond the highest test band
+SOURCE_WORDS_PER_TOKEN = 0.5
 
 
 @dataclasses.dataclass
@@ -115,10 +117,10 @@ def bands_parser() -> Parser:
     return parser
 
 
-def synthetic_steps(bands: Sequence[Bucket], test_bands: Sequence[Bucket], side: str, quick: bool):
+def synthetic_steps(bands: Sequence[Bucket], test_bands: Sequence[Bucket], side: str, test_set: str, quick: bool):
     """The synthetic pair in OUT/data: sentences of 3 source words up to what the highest test
-    band needs, training and test pairs alike, and a data-bin per band (no length limit: the
-    bands are the training data)."""
+    band needs, training and test pairs alike, a data-bin per band (no length limit: the bands
+    are the training data) and the test set."""
 
     def steps(run_: DemoRun) -> List[Step]:
         words = math.ceil(max(band.hi for band in test_bands) * SOURCE_WORDS_PER_TOKEN) + 1
@@ -128,7 +130,7 @@ def synthetic_steps(bands: Sequence[Bucket], test_bands: Sequence[Bucket], side:
             "--test-pairs", sizes[1], "--test-words", f"3 {words}", "--dev-pairs", sizes[2], "--threads", "1",
             "--train-band", ",".join(map(band_spec, bands)), "--band-side", side])
         p = dataclasses.replace(toy_preparation(args, run_.data, on_change="redo"), lens=[])
-        return preparation_and_test_sets(p, ["test"], run_.threads)
+        return preparation_and_test_sets(p, [test_set], run_.threads)
 
     return steps
 
@@ -152,10 +154,9 @@ def bands_main(argv: Sequence[str]) -> int:
     name = {"synthetic": "bands", "tatoeba": "bands-tatoeba"}.get(kind) or f"bands-{Path(args.data).name}"
     args.out_dir = args.out_dir or REPO / "runs" / ("smoke" if smoke else "") / name
     data_dir = absolute(Path(args.data)) if kind == "folder" else None
-    if not args.run_job:
-        check_archs("--systems", args.systems)
     if kind == "synthetic":
-        corpus = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side, args.quick))
+        corpus = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side,
+                                                                args.test_set or "test", args.quick))
     elif kind == "tatoeba":
         corpus = tatoeba_corpus(args, smoke, ["--train-band", ",".join(map(band_spec, args.bands)),
                                               "--band-side", args.band_side])
@@ -163,6 +164,8 @@ def bands_main(argv: Sequence[str]) -> int:
         corpus = folder_corpus(data_dir, steps=lambda run_: [
             step for band in args.bands for step in band_steps(
                 preparation_of(Prepared.read(data_dir), run_.threads, band_side=args.band_side), band)])
+    if not args.run_job:
+        check_archs("--systems", args.systems)
     run_ = demo_run(args, args.systems, corpus)
     run_.data_dir = data_dir
     test_set = args.test_set or corpus.test_sets[0]

@@ -7,14 +7,14 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run
-from ..engine.step import REPO
-from . import PY, tool
 from relpos_analysis.buckets import check_bands
 from relpos_analysis.io import InputError
 
+from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run
+from ..engine.step import REPO
 from ..tools.corpus import MalformedFile, parallel_pairs
 from ..tools.filter_pairs import BAND_SIDES
+from . import PY, tool
 from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher,
                    preparation_and_test_sets, preparation_of, read_env, refuse_foreign_work, split_fetcher, summary,
                    testsets_graph, wmt_fetcher)
@@ -301,7 +301,7 @@ def prepare_tatoeba(argv: Sequence[str]) -> int:
 # --segmentation: (the text processing, the segmentation); "none": the files are tokenized
 # already, and what the model reads and writes is their tokens
 SEGMENTATIONS = {"bpe": ("moses", "bpe"), "spm": ("normalize", "spm"), "none": ("none", "none")}
-SEGMENTATION_SIZES = {"bpe": ("--bpe-merges", 10000), "spm": ("--spm-vocab", 8000)}
+SEGMENTATION_SIZES = {"bpe": 10000, "spm": 8000}  # --bpe-merges, --spm-vocab
 # test set names the preparation gives a meaning of its own
 RESERVED_NAMES = ("train", "dev", "valid", "newstest_all", *JOINED_SETS)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -383,16 +383,14 @@ def corpus_args(args) -> Tuple[Dict[str, Path], int, Optional[HoldOut]]:
         raise StepError(f"--src-lang and --tgt-lang are both {args.src_lang}: the files PREFIX.SRC and PREFIX.TGT "
                         "need two suffixes")
     tests = corpus_tests(args.test)
-    sizes = {option: getattr(args, option[2:].replace("-", "_")) for option, _ in SEGMENTATION_SIZES.values()}
-    option, default = SEGMENTATION_SIZES.get(args.segmentation, (None, 0))
-    wrong = [other for other, value in sizes.items() if value is not None and other != option]
-    if wrong:
-        raise StepError(f"{wrong[0]} is for --segmentation {'bpe' if wrong[0] == '--bpe-merges' else 'spm'}, "
-                        f"not {args.segmentation}")
+    sizes = {"bpe": args.bpe_merges, "spm": args.spm_vocab}
+    for segmentation, option in (("bpe", "--bpe-merges"), ("spm", "--spm-vocab")):
+        if sizes[segmentation] is not None and args.segmentation != segmentation:
+            raise StepError(f"{option} is for --segmentation {segmentation}, not {args.segmentation}")
     if args.dev and args.dev_pairs:
         raise StepError("--dev-pairs is the size of the dev set held out of --train; with --dev there is none")
     hold_out = None if args.dev else HoldOut(pairs=args.dev_pairs or 1000, max_len=args.train_limit, seed=args.seed)
-    return tests, (sizes.get(option) or default) if option else 0, hold_out
+    return tests, sizes.get(args.segmentation) or SEGMENTATION_SIZES.get(args.segmentation, 0), hold_out
 
 
 def check_corpus_files(args, tests: Dict[str, Path]) -> None:
