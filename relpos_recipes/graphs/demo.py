@@ -197,16 +197,16 @@ TOY = Corpus(name="the synthetic pair", langs=("src", "tgt"), test_sets=("test",
              test_edges=lambda l: f"{l},{l * 3 // 2},{l * 2}", joined_edges=lambda l: f"{l},{l * 2},{l * 3}")
 
 
-def demo_training(run: DemoRun, arch: str, train_seed: int, folder: Path, lr: str = "3e-3",
+def demo_training(run: DemoRun, system: str, train_seed: int, folder: Path, lr: str = "3e-3",
                   stopping: Sequence[str] = (), patience: int = -1, data_bin: str = "") -> Training:
-    """ARCH trained into FOLDER on data-bin/DATA_BIN (default: lenN; with a system's name for
-    ARCH, the system's architecture on its data, lenN-concat for ARCH+concat): the corpus's model
+    """SYSTEM (an architecture, or ARCH+concat) trained into FOLDER on data-bin/DATA_BIN
+    (default: the system's, lenN or lenN-concat): the corpus's model
     (the synthetic pair's: 2+2 layers of width 64, batches of 1,000 tokens), Adam with ``lr``
     on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU; ``stopping``
     (fairseq-train options) and ``patience`` (dev evaluations without improvement) end it, by
     default after --updates updates."""
     corpus = run.corpus
-    return Training(data=run.data_bin(data_bin or run.training_data(arch)), arch=system_arch(arch), save=folder,
+    return Training(data=run.data_bin(data_bin or run.training_data(system)), arch=system_arch(system), save=folder,
                     batch_tokens=corpus.batch_tokens, lr=lr, scheduler="inverse_sqrt", patience=str(patience),
                     max_epochs=1000, seed=str(train_seed), n_shards=1,
                     extra=[*corpus.model, "--warmup-updates", str(corpus.warmup),
@@ -259,9 +259,9 @@ def demo_graph(run: DemoRun) -> Graph:
     the reports."""
     systems = {system: run.out / system for system in run.systems}
     jobs = [Job("prepare", run.corpus.steps(run), kind="prepare")]
-    for arch, save in systems.items():
-        jobs.append(Job(arch, [train_step(run, demo_training(run, arch, run.seed, save)),
-                               *translate_steps(run, save)]))
+    for system, save in systems.items():
+        jobs.append(Job(system, [train_step(run, demo_training(run, system, run.seed, save)),
+                                 *translate_steps(run, save)]))
     jobs.append(Job("reports", [report_step(run, test_set, systems) for test_set in run.corpus.test_sets],
                     kind="report"))
     return Graph(jobs, roots=[run.out])
