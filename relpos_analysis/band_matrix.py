@@ -71,24 +71,31 @@ def band_matrix(scheme: str, lengths: Sequence[int], references: Sequence[Sequen
         raise ValueError(f"{scheme}: {len(train_bands)} train bands, {len(hypotheses)} sets of translations")
     names = [band_label(band) for band in train_bands]
     systems = dict(zip(names, hypotheses))
-    probs = dict(zip(names, log_probs)) if log_probs is not None else None
-    # the sentence statistics once, for every column's scoring
+    # the sentence statistics once; each column is scored on its band's sentences alone (its
+    # resampling costs what the band holds, not the whole test set)
     statistics = sentence_statistics(options.metric_configs(), references, systems, options.workers, options.cache)
-    matrix = None
+    matrix = BandMatrix(scheme, list(train_bands), list(test_bands), [], [], {}, options.n_bootstrap)
     for column, band in enumerate(test_bands):
-        row = next((k for k, train in enumerate(train_bands) if train == band), 0)
-        report = evaluate_by_length(lengths, references, systems, [band], options, baseline=names[row],
-                                    log_probs=probs, statistics=statistics)
-        if matrix is None:
-            matrix = BandMatrix(scheme, list(train_bands), list(test_bands), [], report.all_metrics,
-                                report.signatures, options.n_bootstrap)
-        matrix.sizes.append(report.sizes[names[0]][0])
-        for k, name in enumerate(names):
-            cell = report.cell(name, band)
-            results = dict(cell.results)
-            if matrix.diagonal(column) is None:  # no system of this band: nothing to test against
+        members = [k for k, length in enumerate(lengths) if band.contains(length)]
+
+        def subset(values):
+            return [values[k] for k in members]
+
+        diagonal = matrix.diagonal(column)
+        report = evaluate_by_length(
+            subset(lengths), [subset(stream) for stream in references],
+            {name: subset(hyps) for name, hyps in systems.items()}, [band], options,
+            baseline=names[0 if diagonal is None else diagonal],
+            log_probs=None if log_probs is None else {name: subset(probs) for name, probs in zip(names, log_probs)},
+            statistics={metric: {name: rows[members] for name, rows in by_system.items()}
+                        for metric, by_system in statistics.items()})
+        matrix.metrics, matrix.signatures = report.all_metrics, report.signatures
+        matrix.sizes.append(len(members))
+        for row, name in enumerate(names):
+            results = report.cell(name, band).results
+            if diagonal is None:  # no system of this band: nothing to test against
                 results = {metric: MetricResult(r.score, r.ci_lo, r.ci_hi) for metric, r in results.items()}
-            matrix.cells[k, column] = results
+            matrix.cells[row, column] = dict(results)
     return matrix
 
 
