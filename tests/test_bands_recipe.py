@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from conftest import shared_path
 from test_pipelines import SCRIPTS, run
 
 
@@ -49,6 +50,27 @@ def test_bad_options_are_refused_before_any_work(tmp_path, args, message):
                check=False)
     assert proc.returncode != 0 and message.format(tmp=tmp_path) in proc.stderr, proc.stderr
     assert not out.exists()
+
+
+def test_smoke_tatoeba_writes_its_slice_after_checking_the_folder_is_its_own(tmp_path, monkeypatch):
+    """SMOKE=1 writes the slice of the export into OUT/data/raw before the graph runs: the
+    check that OUT/data is the recipe's own comes first, so a fresh folder reaches the run."""
+    from relpos_recipes.graphs import bands
+
+    export = shared_path("data", "tatoeba-deu-eng", "deu.txt")
+    monkeypatch.setenv("SMOKE", "1")
+    monkeypatch.setenv("SMOKE_DATA", str(export))
+
+    class Ran(Exception):
+        pass
+
+    def run(graph, launch):
+        raise Ran(graph)
+
+    monkeypatch.setattr(bands, "run", run)
+    with pytest.raises(Ran):
+        bands.bands_main(["--data", "tatoeba", "--out-dir", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "data" / "raw" / "slice.txt").is_file()
 
 
 def test_the_script_has_its_help():

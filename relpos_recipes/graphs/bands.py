@@ -154,6 +154,10 @@ def bands_main(argv: Sequence[str]) -> int:
     name = {"synthetic": "bands", "tatoeba": "bands-tatoeba"}.get(kind) or f"bands-{Path(args.data).name}"
     args.out_dir = args.out_dir or REPO / "runs" / ("smoke" if smoke else "") / name
     data_dir = absolute(Path(args.data)) if kind == "folder" else None
+    if not args.run_job:  # before the Tatoeba export is written into OUT/data
+        out = absolute(args.out_dir)
+        for path in ([] if data_dir else [out / "data"]) + [out / arch for arch in args.systems] + [out / "matrix"]:
+            refuse_unless_ours(path)
     if kind == "synthetic":
         corpus = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side,
                                                                 args.test_set or "test", args.quick))
@@ -172,9 +176,6 @@ def bands_main(argv: Sequence[str]) -> int:
     if test_set not in corpus.test_sets and not (run_.data / "testsets" / test_set / "meta.env").is_file():
         raise StepError(f"--test-set {test_set}: no such test set in {run_.data / 'testsets'}")
     bands = Bands(run_, args.bands, args.test_bands, args.band_side, test_set, bootstrap=100 if args.quick else 1000)
-    if not args.run_job:
-        for path in ([] if data_dir else [run_.data]) + [run_.out / arch for arch in run_.archs] + [run_.out / "matrix"]:
-            refuse_unless_ours(path)
     launch = Launch.from_args("bands", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole())
     began = time.monotonic()
     run(bands.graph(corpus.steps(run_)), launch)
