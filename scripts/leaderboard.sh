@@ -51,8 +51,9 @@
 #   --data DIR         a folder prepared beforehand (scripts/prepare-corpus.sh): its data-bin
 #                      at --train-limit (default: the one limit it was prepared at), its test
 #                      sets, the Tatoeba model and grid, buckets at 1, 1.5, 2 and 3x the limit
-#                      (the joined sets 1-4x); --concat-systems adds lenN-concat to it
-#                      (default --out-dir: runs/leaderboard-NAME)
+#                      (the joined sets 1-4x); --concat-systems trains on its lenN-concat,
+#                      which it adds (share 1, --seed) where it was not prepared with
+#                      --concat-augment (default --out-dir: runs/leaderboard-NAME)
 #   --train-limit N    longest training pair, in subword tokens (default 50)
 #   --seed N           seed of the corpus and the first training seed (default 1)
 #   --quick            the demo's --quick data and at most 200 updates (for CI; its numbers

@@ -136,6 +136,16 @@ def test_a_tokenized_corpus_prepared_with_a_band_and_the_concatenation_augmentat
     assert len(lines(work / "testsets" / "concat_seq" / "raw.de")) == 15
     again = run(command)
     assert "start " not in again.stderr, again.stderr
+    # the recipes take the folder, and find the band and the augmented data they need made
+    bands = run(["bash", SCRIPTS / "reproduce/bands.sh", "--data", work, "--bands", "6:10", "--test-bands", "6:10,11:20",
+                 "--systems", "transformer_abs", "--out-dir", tmp_path / "bands", "--dry-run"]).stdout
+    assert "[done] training pairs in the band 6:10" in bands and "[done] binarize band6-10" in bands
+    assert f"fairseq-train {work}/data-bin/band6-10/shard0" in bands
+    assert f"--ref {work}/testsets/long/raw.en --length-file {work}/testsets/long/longer-side" in bands
+    assert "--tokenize none" in bands  # taken as tokenized: scored on its tokens
+    board = run(["bash", SCRIPTS / "leaderboard.sh", "--data", work, "--systems", "transformer_abs", "--concat-systems",
+                 "transformer_abs", "--quick", "--seeds", "1", "--out-dir", tmp_path / "board", "--dry-run"]).stdout
+    assert "[done] concatenation augmentation of len20" in board and "train transformer_abs+concat-lr3e-3" in board
 
 
 def test_the_script_has_its_help():

@@ -234,7 +234,7 @@ def limit_steps(p: Preparation, n: int) -> List[Step]:
         steps.append(_filter_step(p, f"filter.valid.len{n}", p.path("seg", "valid"), valid, ["--max-len", n],
                                   f"dev pairs within the limit (source and target <= {n} subword tokens)",
                                   "valid-filter", f"dev pairs within {n}"))
-    steps.append(_binarize_step(p, f"len{n}", valid))
+    steps.append(_binarize_step(p, f"len{n}", valid, workers_identify=True))
     if p.concat is not None:
         steps += concat_steps(p, n, valid)
     return steps
@@ -282,18 +282,21 @@ def _filter_step(p: Preparation, name: str, source: Path, out: Path, rule: Seque
         "--report", Out(out.parent / f"{report}.txt", also=(out.parent / f"{report}.json",))], inputs, title=title)
 
 
-def _binarize_step(p: Preparation, folder: str, valid: Path) -> Step:
-    """data-bin/FOLDER from FOLDER/train, the dev set ``valid`` and seg/test."""
-    return p.step(f"bin.{folder}", [
-        tool("binarize"), "--source-lang", p.src, "--target-lang", p.tgt,
-        "--srcdict", p.path("dict", f"dict.{p.src}.txt"), "--tgtdict", p.path("dict", f"dict.{p.tgt}.txt"),
-        "--trainpref", p.path(folder, "train"), "--validpref", valid,
-        "--testpref", p.path("seg", "test"), "--shards", p.shards,
-        "--destdir", Out(p.path("data-bin", folder)), "--workers", p.threads],
-        [p.path("dict"), *[p.path(folder, f"train.{lang}") for lang in p.langs],
-         *[Path(f"{valid}.{lang}") for lang in p.langs],
-         *[p.path("seg", f"test.{lang}") for lang in p.langs]],
-        cpus=p.threads, log=p.path("data-bin", f"{folder}.log"), title=f"binarize {folder}")
+def _binarize_step(p: Preparation, folder: str, valid: Path, workers_identify: bool = False) -> Step:
+    """data-bin/FOLDER from FOLDER/train, the dev set ``valid`` and seg/test.  What it makes is
+    its identity, not how many workers make it, so that a recipe adding a band to a folder
+    prepared before (with its own --threads) finds it done; the lenN steps, whose folders
+    were made before, keep their command as their identity (``workers_identify``)."""
+    destdir = p.path("data-bin", folder)
+    what = ["--source-lang", p.src, "--target-lang", p.tgt,
+            "--srcdict", p.path("dict", f"dict.{p.src}.txt"), "--tgtdict", p.path("dict", f"dict.{p.tgt}.txt"),
+            "--trainpref", p.path(folder, "train"), "--validpref", valid,
+            "--testpref", p.path("seg", "test"), "--shards", p.shards]
+    inputs = [p.path("dict"), *[p.path(folder, f"train.{lang}") for lang in p.langs],
+              *[Path(f"{valid}.{lang}") for lang in p.langs], *[p.path("seg", f"test.{lang}") for lang in p.langs]]
+    return p.step(f"bin.{folder}", [tool("binarize"), *what, "--destdir", Out(destdir), "--workers", p.threads], inputs,
+                  identity=None if workers_identify else ["binarize", *what, "--destdir", destdir],
+                  cpus=p.threads, log=p.path("data-bin", f"{folder}.log"), title=f"binarize {folder}")
 
 
 def length_unit(lang: str) -> str:

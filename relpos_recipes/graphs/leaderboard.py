@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from ..engine import Display, Graph, Job, Later, Launch, Out, OutDir, Policy, ProgressConsole, Step, StepError, \
     run, unfinished
-from ..engine.step import REPO
+from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import all_archs, check_archs
 from .data import Concat, Prepared, concat_steps, preparation_and_test_sets, preparation_of
@@ -288,8 +288,9 @@ def folder_limit(data: Path, given: Optional[int]) -> int:
 
 def folder_concat_steps(run_: DemoRun) -> List[Step]:
     """The concatenation augmentation of a prepared folder's lenN, with lenN's dev set, as
-    prepare-*.sh --concat-augment --seed SEED makes it; none without concat systems."""
-    if not run_.concat:
+    prepare-*.sh --concat-augment --seed SEED makes it; none without concat systems, or where
+    the folder was prepared with it (its own share and seed are kept)."""
+    if not run_.concat or (run_.data / MANIFEST_DIR / f"concat.len{run_.limit}.json").is_file():
         return []
     prep = Prepared.read(run_.data)
     within = run_.data / f"len{run_.limit}" / "valid"  # --dev-within-limit's dev set, where it was prepared so
