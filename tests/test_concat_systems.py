@@ -63,3 +63,31 @@ def test_the_report_buckets_at_multiples_of_the_training_limit_by_default(tmp_pa
                         "--train-limit", "10", "--no-cache", "--json", str(tmp_path / "r.json")]) == 0
     buckets = [r["bucket"] for r in json.loads((tmp_path / "r.json").read_text()) if r["bucket"] != "all"]
     assert buckets == ["G0:10", "G11:15", "G16:20", "G21:30", "G31:∞"]
+
+
+def test_the_leaderboard_adds_lenN_concat_to_a_folder_prepared_without_it(tmp_path):
+    """With lenN's dev set (the one within the limit where it was prepared so); nothing where
+    the folder has its own."""
+    from pathlib import Path
+
+    from relpos_recipes.graphs.demo import DemoRun
+    from relpos_recipes.graphs.leaderboard import folder_concat_steps
+
+    (tmp_path / "segmentation.env").write_text("PAIR=de-en\nSRC=de\nTGT=en\nTEXTPROC=moses\nSEG=bpe\n")
+    run_ = DemoRun(archs=["transformer_abs"], limit=20, updates=10, seed=3, out=tmp_path / "out", quick=True,
+                   threads=1, gpus=0, data_dir=tmp_path, concat=["transformer_abs"])
+
+    def validpref():
+        steps = folder_concat_steps(run_)
+        assert [step.name for step in steps] == ["concat.len20", "bin.len20-concat"]
+        assert "--seed 3" in " ".join(map(str, steps[0].command))
+        command = list(map(str, steps[1].command))
+        return Path(command[command.index("--validpref") + 1])
+
+    assert validpref() == tmp_path / "seg" / "valid"
+    (tmp_path / "len20").mkdir()
+    (tmp_path / "len20" / "valid.de").write_text("a\n")
+    assert validpref() == tmp_path / "len20" / "valid"
+    (tmp_path / ".steps").mkdir()
+    (tmp_path / ".steps" / "concat.len20.json").write_text("{}")
+    assert folder_concat_steps(run_) == []
