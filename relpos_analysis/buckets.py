@@ -2,6 +2,10 @@
 
 Edges ``25,50,75,100`` give G0:25 (0 <= J <= 25), G26:50, G51:75, G76:100 and G101:inf:
 each edge is the inclusive upper end of a bucket and the last bucket is open.
+
+A length *band* ``LO:HI`` is a closed bucket that a system is trained on, or tested on, in
+the band matrix (relpos_analysis.band_matrix); the recipes filter training pairs by the same
+bands (relpos_recipes.tools.filter_pairs --band).
 """
 import math
 from dataclasses import dataclass
@@ -10,6 +14,12 @@ from typing import List, Optional, Sequence
 from .io import InputError
 
 DEFAULT_EDGES = (25, 50, 75, 100)
+
+
+def limit_edges(limit: int) -> List[int]:
+    """The default edges of a report given a training limit: within the limit, then up to 1.5,
+    2 and 3 times it, and beyond."""
+    return sorted({limit, limit * 3 // 2, limit * 2, limit * 3})
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,35 @@ class Bucket:
 
     def contains(self, length: int) -> bool:
         return self.lo <= length and (self.hi is None or length <= self.hi)
+
+
+def parse_band(text: str) -> Bucket:
+    """``"11:20"`` -> the band of lengths 11 to 20, both included (1 <= LO <= HI)."""
+    lo, colon, hi = text.strip().partition(":")
+    if not (colon and lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)):
+        raise InputError(f"expected a length band LO:HI with 1 <= LO <= HI (e.g. 11:20), got {text.strip()!r}")
+    return Bucket(int(lo), int(hi))
+
+
+def parse_bands(text: str) -> List[Bucket]:
+    """``"1:10,11:20"`` -> bands (check_bands)."""
+    bands = [parse_band(part) for part in text.split(",")]
+    check_bands(bands)
+    return bands
+
+
+def check_bands(bands: Sequence[Bucket]) -> None:
+    """None twice, none overlapping another: a sentence's length falls in one band at most."""
+    ordered = sorted(bands, key=lambda band: band.lo)
+    for before, after in zip(ordered, ordered[1:]):
+        if after.lo <= before.hi:
+            raise InputError(f"the bands {band_spec(before)} and {band_spec(after)} overlap; expected bands of "
+                             "distinct lengths, e.g. 1:10,11:20")
+
+
+def band_spec(band: Bucket) -> str:
+    """A band as the options write it: ``LO:HI``."""
+    return f"{band.lo}:{band.hi}"
 
 
 def parse_edges(text: str) -> List[int]:

@@ -179,8 +179,8 @@ def oracle_table(report: LengthReport) -> Table:
         rows.append(cells)
     own = " (the free system's buckets)" if report.buckets_per_system else ""
     notes: List[Text] = [(
-        f"Oracle-length decoding: each sentence decoded with its reference's length in target subword tokens, "
-        f"end of sentence forbidden before it and forced at it (Newman et al. 2020). ", DELTA,
+        "Oracle-length decoding: each sentence decoded with its reference's length in target subword tokens, "
+        "end of sentence forbidden before it and forced at it (Newman et al. 2020). ", DELTA,
         f": oracle minus free on the same sentences{own}, with the 95% interval of the paired resamples; ",
         SIGNIFICANT, f" p < {SIGNIFICANCE_LEVEL} ({TEST_NAMES[report.paired_test]}). What oracle lengths win "
         "is what the decision to stop cost; what is left of the drop beyond the training limit is not the "
@@ -207,12 +207,12 @@ def failure_note(metrics: Sequence[str], signatures: Dict[str, str]) -> Text:
     shares = [f"{display_name(metric)}: {signatures[metric].split('|')[0].split(':', 1)[1]}"
               for metric in metrics if metric in FAILURES]
     note = ("Failure shares in percent of the bucket's sentences, exclusive in this order, in tokens of BLEU's "
-            "tokenizer against the first reference (docs/analysis.md): " + "; ".join(shares) + ".")
+            "tokenizer against the first reference (docs/analysis.md): " + "; ".join(shares) + ".") if shares else ""
     if LOG_PROB in metrics:
         note += (f" {display_name(LOG_PROB)}: the mean over the sentences of each translation's mean "
                  "log2-probability per token, end of sentence included (fairseq-generate's scores): the "
                  "model's confidence, lowest where it hallucinates (Guerreiro et al. 2023).")
-    return note + " Marks, intervals and tests as for the scores."
+    return note.lstrip() + " Marks, intervals and tests as for the scores."
 
 
 def markdown_table(report: LengthReport, title: Optional[str] = None) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from . import render, segment_scores
-from .buckets import DEFAULT_EDGES, buckets_from_edges, parse_edges, quantile_edges
+from .buckets import DEFAULT_EDGES, buckets_from_edges, limit_edges, parse_edges, quantile_edges
 from .cache import StatisticsCache, default_directory
 from .cli import (
     Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
@@ -97,8 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_length_side_options(lengths, per_seed=False)
     edges = lengths.add_mutually_exclusive_group()
     edges.add_argument("--edges", metavar="E1,E2,...",
-                       help="inclusive upper ends of the buckets (default: 25,50,75,100); "
-                       "'none': a single bucket")
+                       help="inclusive upper ends of the buckets (default: with --train-limit N, N, 1.5N, "
+                       "2N and 3N; otherwise the study's 25,50,75,100); 'none': a single bucket")
     edges.add_argument("--quantiles", type=int, metavar="N",
                        help="N buckets of (nearly) equal size instead")
     lengths.add_argument("--train-limit", type=int, metavar="N",
@@ -186,7 +186,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     bleu_tokenizer = _bleu_tokenizer(args)
     buckets = None
     if args.quantiles is None:
-        edges = DEFAULT_EDGES if args.edges is None else parse_edges(args.edges)
+        default = DEFAULT_EDGES if args.train_limit is None else limit_edges(args.train_limit)
+        edges = default if args.edges is None else parse_edges(args.edges)
         buckets = buckets_from_edges(edges)
     check_baseline(args.baseline, names)
     side = _length_side(args)

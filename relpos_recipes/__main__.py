@@ -13,6 +13,7 @@ RECIPES = {
     "prepare-wmt19-zh-en": ("prepare", "prepare_wmt", "zh-en"),
     "prepare-toy": ("prepare", "prepare_toy"),
     "prepare-tatoeba": ("prepare", "prepare_tatoeba"),
+    "prepare-corpus": ("prepare", "prepare_corpus"),
     "build-test-sets": ("prepare", "build_test_sets"),
     "train": ("training", "train_main"),
     "translate": ("training", "translate_main"),
@@ -20,6 +21,7 @@ RECIPES = {
     "leaderboard": ("leaderboard", "leaderboard_main"),
     **{f"table{n}": ("study", "table_main", n) for n in range(1, 6)},
     "tatoeba": ("study", "tatoeba_main"),
+    "bands": ("bands", "bands_main"),
 }
 
 

@@ -30,6 +30,9 @@
 # Options:
 #   --systems LIST       comma-separated architectures, the first is the baseline (default
 #                        transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos)
+#   --concat-systems LIST  architectures also trained on the concatenation-augmented data
+#                        (data-bin/lenN-concat: training pairs joined two at a time within the
+#                        limit, docs/reproducing.md), each a system of its own, ARCH+concat
 #   --train-limit N      longest training pair, in subword tokens (default 50)
 #   --updates N          training updates per system (default 2300)
 #   --quick              a smaller, faster run (fewer sentences and updates) for CI; its

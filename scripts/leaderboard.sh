@@ -32,6 +32,10 @@
 # Options:
 #   --systems LIST     comma-separated architectures, the first is the baseline (default:
 #                      every architecture of fairseq-relpos, transformer_abs first)
+#   --concat-systems LIST  architectures also trained on the concatenation-augmented data
+#                      (lenN-concat: pairs joined two at a time within the limit;
+#                      docs/reproducing.md), each a scheme of its own named ARCH+concat, e.g.
+#                      transformer_abs: the data-side remedy every scheme is compared with
 #   --seeds N          training seeds per scheme (default 3)
 #   --lr-grid LIST     learning rates to choose from, a factor of about 3 apart (default
 #                      3e-3,1e-2,3e-2: from the demo's 3e-3 up, where the first CPU board's
@@ -46,6 +50,12 @@
 #                      prepare-tatoeba.sh does, with the Tatoeba model (3+3 layers of width
 #                      256) and buckets at 1-4x its limit of 16 (default --out-dir:
 #                      runs/leaderboard-tatoeba; SMOKE=1: every 85th pair, tiny models)
+#   --data DIR         a folder prepared beforehand (scripts/prepare-corpus.sh): its data-bin
+#                      at --train-limit (default: the one limit it was prepared at), its test
+#                      sets, the Tatoeba model and grid, buckets at 1, 1.5, 2 and 3x the limit
+#                      (the joined sets 1-4x); --concat-systems trains on its lenN-concat,
+#                      which it adds (share 1, --seed) where it was not prepared with
+#                      --concat-augment (default --out-dir: runs/leaderboard-NAME)
 #   --train-limit N    longest training pair, in subword tokens (default 50)
 #   --seed N           seed of the corpus and the first training seed (default 1)
 #   --quick            the demo's --quick data and at most 200 updates (for CI; its numbers

@@ -43,6 +43,12 @@
 #   --test-short-pairs N     short pairs in the test set (default 2000)
 #   --bpe-merges N           joint BPE merge operations (default 10000)
 #   --clean-ratio R          maximum length ratio of a training pair (default 9)
+#   --train-band LO:HI[,...] also keep the training and dev pairs whose length is LO to HI
+#                            subword tokens in DIR/data-bin/bandLO-HI (see prepare-corpus.sh)
+#   --band-side SIDE         what a band measures: longer (default), source or target
+#   --concat-augment         also DIR/data-bin/lenN-concat: the training pairs and pairs of
+#                            them joined within the limit, from --seed (docs/reproducing.md)
+#   --concat-share S         the share of the training pairs offered a partner (default 1)
 #   --threads N              parallel workers (default: all cores)
 #   --dry-run                list every step with its command and whether it is done
 #   -h, --help               this help

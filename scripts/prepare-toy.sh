@@ -31,6 +31,13 @@
 #   --shards N            training shards = dev evaluations per epoch (default 1)
 #   --dev-within-limit    keep only the dev pairs within each --max-len in data-bin/lenN (the dev
 #                         loss then measures what training can learn; the demo's setting)
+#   --train-band LO:HI[,...]  also keep the training and dev pairs whose length is LO to HI
+#                         subword tokens in WORK/data-bin/bandLO-HI (repeatable; see
+#                         prepare-corpus.sh)
+#   --band-side SIDE      what a band measures: longer (default), source or target
+#   --concat-augment      also WORK/data-bin/lenN-concat: the training pairs and pairs of them
+#                         joined within the limit, from --seed (docs/reproducing.md)
+#   --concat-share S      the share of the training pairs offered a partner (default 1)
 #   --threads N           parallel workers (default: all cores)
 #   --dry-run             list every step with its command and whether it is done
 #   -h, --help            this help

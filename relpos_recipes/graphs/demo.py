@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..engine import (Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, add_launcher_options, run,
-                      unique_steps)
+from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, add_launcher_options, run
 from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import check_archs
-from .data import preparation_steps, testsets_graph
+from .data import JOINED_SETS, preparation_and_test_sets
 from .options import DEFAULT_THREADS, Parser, absolute, folder, name_list, non_negative_int, positive_int
-from .prepare import prepared_view, toy_parser, toy_preparation
+from .prepare import toy_parser, toy_preparation
 from .reports import oracle_folder, system_options
 from .training import Training, Translation, visible_gpus
 
@@ -29,6 +28,14 @@ DEMO_SYSTEMS = "transformer_abs,transformer_rel,transformer_rel_k,transformer_ls
 DEMO_MODEL = ("--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64",
               "--decoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
               "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--dropout", "0.0")
+
+
+CONCAT = "+concat"  # a system trained on the concatenation-augmented data: ARCH+concat
+
+
+def system_arch(system: str) -> str:
+    """The architecture of a system (ARCH, or ARCH+concat)."""
+    return system.removesuffix(CONCAT)
 
 
 @dataclasses.dataclass
@@ -49,6 +56,7 @@ class Corpus:
     translate: Tuple[str, ...] = ()  # translate.sh's options besides the defaults (beam 5)
     # the leaderboard's default learning rates: log-spaced, a factor of about 3 apart
     lr_grid: Tuple[str, ...] = ("3e-3", "1e-2", "3e-2")
+    lr: str = "3e-3"  # a system's learning rate where none is chosen (the bands recipe)
 
 
 @dataclasses.dataclass
@@ -65,13 +73,28 @@ class DemoRun:
     gpus: int
     corpus: Optional[Corpus] = None
     oracle: bool = False  # each model also decodes with its references' lengths
+    data_dir: Optional[Path] = None  # a folder prepared beforehand (--data DIR); None: OUT/data
+    # architectures also trained on the concatenation-augmented data, as systems ARCH+concat
+    concat: List[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         self.corpus = self.corpus or TOY
 
     @property
+    def systems(self) -> List[str]:
+        """Every system's name: the architectures, then each of ``concat`` as ARCH+concat."""
+        return [*self.archs, *(arch + CONCAT for arch in self.concat)]
+
+    def training_data(self, system: str) -> str:
+        """The data-bin a system trains on: lenN, or lenN-concat for ARCH+concat."""
+        return f"len{self.limit}-concat" if system.endswith(CONCAT) else f"len{self.limit}"
+
+    @property
     def data(self) -> Path:
-        return self.out / "data"
+        return self.data_dir or self.out / "data"
+
+    def data_bin(self, name: str) -> Path:
+        return self.data / "data-bin" / name
 
     def data_args(self) -> List[str]:
         """prepare-toy.sh's options: sentence lengths in source words scale with the limit (50:
@@ -86,7 +109,7 @@ class DemoRun:
 
     def edges(self, test_set: str) -> str:
         """The reports' buckets, at multiples of the limit."""
-        edges = self.corpus.test_edges if test_set == "test" else self.corpus.joined_edges
+        edges = self.corpus.joined_edges if test_set in JOINED_SETS else self.corpus.test_edges
         return edges(self.limit)
 
 
@@ -96,16 +119,23 @@ def demo_parser(prog: str) -> Parser:
     parser = Parser(prog)
     parser.add_argument("--systems", type=name_list)
     parser.add_argument("--train-limit", type=_limit)
+    parser.add_argument("--oracle-length", action="store_true")
+    parser.add_argument("--concat-systems", type=name_list, default=[])
+    add_run_options(parser)
+    return parser
+
+
+def add_run_options(parser: Parser) -> None:
+    """How a recipe of systems trained alike runs (the demo, the leaderboard, the bands
+    recipe): their budget, seed, folder, cores or GPUs, and where the graph runs."""
     parser.add_argument("--updates", type=positive_int)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=non_negative_int, default=1)
     parser.add_argument("--out-dir", type=folder)
     parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS)
     parser.add_argument("--gpus", type=_gpus, default=0)
-    parser.add_argument("--oracle-length", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     add_launcher_options(parser)
-    return parser
 
 
 def _limit(text: str) -> int:
@@ -128,7 +158,7 @@ def demo_run(args, archs: Sequence[str], corpus: Optional[Corpus] = None) -> Dem
         check_gpus(gpus)
     return DemoRun(archs=list(archs), limit=args.train_limit, updates=min(args.updates, 200) if args.quick else args.updates,
                    seed=args.seed, out=absolute(args.out_dir), quick=args.quick, threads=args.threads, gpus=gpus,
-                   corpus=corpus, oracle=args.oracle_length)
+                   corpus=corpus, oracle=args.oracle_length, concat=args.concat_systems)
 
 
 def check_gpus(gpus: int) -> None:
@@ -153,10 +183,10 @@ def refuse_unless_ours(folder: Path) -> None:
 def toy_steps(run: DemoRun) -> List[Step]:
     # one worker per step: the data is too small for parallel tools, and the steps themselves
     # run side by side
-    args = toy_parser().parse_args([*run.data_args(), "--threads", "1", "--dev-within-limit"])
+    args = toy_parser().parse_args([*run.data_args(), "--threads", "1", "--dev-within-limit",
+                                    *(["--concat-augment"] if run.concat else [])])
     p = toy_preparation(args, run.data, on_change="redo")
-    return unique_steps(preparation_steps(p), testsets_graph(prepared_view(p), run.corpus.test_sets,
-                                                             lambda name: p.fetcher.testset(p, name), run.threads))
+    return preparation_and_test_sets(p, run.corpus.test_sets, run.threads)
 
 
 # up to 2x in halves for the test set, up to 3x for concat_seq, whose joined pairs are twice as long;
@@ -167,14 +197,16 @@ TOY = Corpus(name="the synthetic pair", langs=("src", "tgt"), test_sets=("test",
              test_edges=lambda l: f"{l},{l * 3 // 2},{l * 2}", joined_edges=lambda l: f"{l},{l * 2},{l * 3}")
 
 
-def demo_training(run: DemoRun, arch: str, train_seed: int, folder: Path, lr: str = "3e-3",
-                  stopping: Sequence[str] = (), patience: int = -1) -> Training:
-    """ARCH trained into FOLDER: 2+2 layers of width 64, batches of 1,000 tokens, Adam with
-    ``lr`` on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU; ``stopping``
+def demo_training(run: DemoRun, system: str, train_seed: int, folder: Path, lr: str = "3e-3",
+                  stopping: Sequence[str] = (), patience: int = -1, data_bin: str = "") -> Training:
+    """SYSTEM (an architecture, or ARCH+concat) trained into FOLDER on data-bin/DATA_BIN
+    (default: the system's, lenN or lenN-concat): the corpus's model
+    (the synthetic pair's: 2+2 layers of width 64, batches of 1,000 tokens), Adam with ``lr``
+    on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU; ``stopping``
     (fairseq-train options) and ``patience`` (dev evaluations without improvement) end it, by
     default after --updates updates."""
     corpus = run.corpus
-    return Training(data=run.data / "data-bin" / f"len{run.limit}", arch=arch, save=folder,
+    return Training(data=run.data_bin(data_bin or run.training_data(system)), arch=system_arch(system), save=folder,
                     batch_tokens=corpus.batch_tokens, lr=lr, scheduler="inverse_sqrt", patience=str(patience),
                     max_epochs=1000, seed=str(train_seed), n_shards=1,
                     extra=[*corpus.model, "--warmup-updates", str(corpus.warmup),
@@ -182,23 +214,27 @@ def demo_training(run: DemoRun, arch: str, train_seed: int, folder: Path, lr: st
                            "--num-workers", "0"])
 
 
-def train_step(run: DemoRun, training: Training, follows: Sequence[Path] = ()) -> Step:
-    """A GPU model is never taken for a CPU one."""
+def train_step(run: DemoRun, training: Training, follows: Sequence[Path] = (), label: str = "") -> Step:
+    """A GPU model is never taken for a CPU one.  ``label``: what the console calls the system
+    (default: its folder's name)."""
     on_gpu = ["--device", "gpu"] if run.gpus else []
-    return training.step(1 if run.gpus else 0, root=run.out, label=training.save.name, on_change="redo",
+    return training.step(1 if run.gpus else 0, root=run.out, label=label or training.save.name, on_change="redo",
                          identity_extra=on_gpu, follows=follows)
 
 
-def translate_steps(run: DemoRun, folder: Path, follows: Sequence[Path] = ()) -> List[Step]:
-    """Both test sets translated with FOLDER's best checkpoint (beam 5), and with
-    --oracle-length also decoded with each sentence's reference length."""
+def translate_steps(run: DemoRun, folder: Path, follows: Sequence[Path] = (),
+                    test_sets: Sequence[str] = (), label: str = "") -> List[Step]:
+    """The test sets (default: the corpus's) translated with FOLDER's best checkpoint (beam
+    5), and with --oracle-length also decoded with each sentence's reference length;
+    ``label`` as train_step's."""
     steps = []
-    for test_set in run.corpus.test_sets:
+    for test_set in test_sets or run.corpus.test_sets:
         for oracle, out in ((False, folder / test_set), (True, oracle_folder(folder, test_set)))[:1 + run.oracle]:
             translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
                                       out=out, cpu=not run.gpus, extra=list(run.corpus.translate),
                                       user_dir="fairseq_relpos", oracle=oracle)
-            steps += translation.steps(run.corpus.langs, root=run.out, label=folder.name, gpus=1 if run.gpus else 0,
+            steps += translation.steps(run.corpus.langs, root=run.out, label=label or folder.name,
+                                       gpus=1 if run.gpus else 0,
                                        follows=follows)
     return steps
 
@@ -221,11 +257,11 @@ def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
 def demo_graph(run: DemoRun) -> Graph:
     """The data, each system (its training, then its translations of both test sets) and
     the reports."""
-    systems = {arch: run.out / arch for arch in run.archs}
+    systems = {system: run.out / system for system in run.systems}
     jobs = [Job("prepare", run.corpus.steps(run), kind="prepare")]
-    for arch, save in systems.items():
-        jobs.append(Job(arch, [train_step(run, demo_training(run, arch, run.seed, save)),
-                               *translate_steps(run, save)]))
+    for system, save in systems.items():
+        jobs.append(Job(system, [train_step(run, demo_training(run, system, run.seed, save)),
+                                 *translate_steps(run, save)]))
     jobs.append(Job("reports", [report_step(run, test_set, systems) for test_set in run.corpus.test_sets],
                     kind="report"))
     return Graph(jobs, roots=[run.out])
@@ -240,7 +276,9 @@ def demo_main(argv: Sequence[str]) -> int:
     run_ = demo_run(args, args.systems)
     if not args.run_job:
         check_archs("--systems", run_.archs)
-        for path in (run_.data, *(run_.out / arch for arch in run_.archs),
+        if run_.concat:
+            check_archs("--concat-systems", run_.concat)
+        for path in (run_.data, *(run_.out / system for system in run_.systems),
                      *(run_.out / "report" / test_set for test_set in run_.corpus.test_sets)):
             refuse_unless_ours(path)
     launch = Launch.from_args("demo", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole())

@@ -12,20 +12,21 @@ import dataclasses
 import json
 import math
 import os
+import re
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from ..engine import Display, Graph, Job, Later, Launch, Out, OutDir, Policy, ProgressConsole, Step, StepError, \
-    run, unfinished, unique_steps
-from ..engine.step import REPO
+    run, unfinished
+from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import all_archs, check_archs
-from .data import preparation_steps, testsets_graph
+from .data import Concat, Prepared, concat_steps, preparation_and_test_sets, preparation_of
 from .demo import (TOY, Corpus, DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours,
                    train_step, translate_steps)
-from .options import positive_int
-from .prepare import (SMOKE_TATOEBA_PREPARE, prepared_view, smoke_slice, smoke_tatoeba_export, tatoeba_export,
+from .options import absolute, positive_int
+from .prepare import (SMOKE_TATOEBA_PREPARE, smoke_slice, smoke_tatoeba_export, tatoeba_export,
                       tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation)
 from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
 from .reports import system_options
@@ -143,7 +144,7 @@ class Leaderboard:
         prepare = Job("prepare", data_steps, kind="prepare")
         jobs = [prepare]
         schemes = []
-        for arch in self.run.archs:
+        for arch in self.run.systems:
             grid = [Job(f"{arch}-lr{lr}", [self.grid_step(arch, lr)]) for lr in self.protocol.grid_of(arch)]
             # on SLURM this job starts when every rate has ended, however: the choice takes those that finished
             scheme = Job(arch, [self.choice_step(arch)], waits_for=[prepare, *grid], after_any=True,
@@ -153,12 +154,14 @@ class Leaderboard:
             schemes.append(scheme)
         jobs.append(Job("boards", [self.tuning_step()], waits_for=schemes, kind="report", after_any=True,
                         later=Later(self.board_steps, "the boards")))
-        return Graph(jobs, roots=[self.run.out], keep_going=True)
+        # a folder prepared beforehand is locked, and written, only for what the run adds to it
+        roots = [self.run.out] + ([self.run.data] if self.run.data_dir and data_steps else [])
+        return Graph(jobs, roots=roots, keep_going=True)
 
     def failures(self) -> Dict[str, str]:
         """Each scheme whose trainings or translations did not all finish, and why."""
         found = {}
-        for arch in self.run.archs:
+        for arch in self.run.systems:
             choice = self.choice(arch)
             if choice.get("failure"):
                 found[arch] = f"the choice of its learning rate failed: {choice['failure']}"[:300]
@@ -174,9 +177,9 @@ class Leaderboard:
 
     def tuning_step(self) -> Step:
         tuning = self.run.out / "leaderboard" / "tuning.json"
-        choices = [self.choice_file(arch) for arch in self.run.archs]
+        choices = [self.choice_file(arch) for arch in self.run.systems]
         return Step("tuning", [tool("tuning"), "--out", Out(tuning), "--metric", "dev loss (dev pairs within the limit)",
-                               *[f"{arch}={path}" for arch, path in zip(self.run.archs, choices)]],
+                               *[f"{arch}={path}" for arch, path in zip(self.run.systems, choices)]],
                     home=tuning.parent, root=self.run.out, inputs=choices, policy=Policy(after_failures=True),
                     display=Display(echo=False, title="the learning-rate table"))
 
@@ -185,7 +188,7 @@ class Leaderboard:
         tuning = run_.out / "leaderboard" / "tuning.json"
         steps = []
         models = {arch: [self.folder(arch, self.choice(arch)["chosen"], seed) for seed in self.protocol.seeds]
-                  for arch in run_.archs if arch not in failures}
+                  for arch in run_.systems if arch not in failures}
         logs = {arch: [folder / "train.log" for folder in folders] for arch, folders in models.items()}
         for test_set in run_.corpus.test_sets:
             named, read = system_options(models, test_set, run_.oracle)
@@ -217,13 +220,15 @@ def board_step(run_: DemoRun, test_set: str, systems: Sequence[str], inputs: Seq
                 display=Display(echo=False, title=f"board {test_set}"))
 
 
-def tatoeba_corpus(args, smoke: bool) -> Corpus:
+def tatoeba_corpus(args, smoke: bool, prepare_options: Sequence[str] = ()) -> Corpus:
     """Tatoeba German-English (prepare-tatoeba.sh's split, its dev pairs within the limit) in
     OUT/data, with the Tatoeba study's model and buckets; SMOKE=1: every 85th pair of
     SMOKE_DATA and the tiny SMOKE model.  The export is checked (and, with --download or
-    SMOKE=1, written) here, by the recipe's command, never while a graph is built."""
+    SMOKE=1, written) here, by the recipe's command, never while a graph is built.
+    ``prepare_options``: more of prepare-tatoeba.sh's options (length bands)."""
     out = absolute_out(args)
-    prepare = ["--max-len", str(args.train_limit), "--threads", str(args.threads), "--out-dir", str(out / "data")]
+    prepare = ["--max-len", str(args.train_limit), "--threads", str(args.threads), "--out-dir", str(out / "data"),
+               *prepare_options]
     model, batch, translate = TATOEBA_MODEL, 2048, ()
     source = args.source
     if smoke:
@@ -240,22 +245,76 @@ def tatoeba_corpus(args, smoke: bool) -> Corpus:
 
     def steps(run_: DemoRun) -> List[Step]:
         p = tatoeba_preparation(prep_args, export, pairs_sha, on_change="redo", dev_within_limit=True)
-        return unique_steps(preparation_steps(p), testsets_graph(prepared_view(p), TATOEBA_SETS,
-                                                                lambda name: p.fetcher.testset(p, name), run_.threads))
+        return preparation_and_test_sets(p, TATOEBA_SETS, run_.threads)
 
     return Corpus(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
                   batch_tokens=batch, warmup=400, tokenize="13a", steps=steps, translate=tuple(translate),
-                  lr_grid=("3e-4", "1e-3", "3e-3"),  # around tatoeba.sh's 1e-3
+                  lr_grid=("3e-4", "1e-3", "3e-3"), lr="1e-3",  # around tatoeba.sh's 1e-3
                   test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
+
+
+def folder_corpus(data: Path, steps: Callable[[DemoRun], List[Step]] = lambda run_: []) -> Corpus:
+    """A folder prepared beforehand (--data DIR: prepare-corpus.sh's, or any prepare-*.sh's and
+    build-test-sets.sh's): its languages, segmentation and default test sets from its records,
+    the Tatoeba study's model, budget and buckets (real text); BLEU on detokenized text with
+    13a, on the text itself where it was taken as tokenized (--segmentation none).  ``steps``:
+    what a run adds to the folder (length bands, the concatenation augmentation)."""
+    if not (data / "segmentation.env").is_file() or not (data / "dict").is_dir():
+        raise StepError(f"--data {data}: not a prepared folder (no segmentation.env or dict/); prepare it with "
+                        "scripts/prepare-corpus.sh")
+    prep = Prepared.read(data)
+    for name in prep.default_sets:
+        if not (data / "testsets" / name / "meta.env").is_file():
+            raise StepError(f"--data {data}: its test set {name} is not built (scripts/build-test-sets.sh "
+                            f"--work-dir {data} --sets {name})")
+    if not prep.default_sets:
+        raise StepError(f"--data {data}: {data / 'testsets.env'} names no test set")
+    return Corpus(name=f"{data.name} ({prep.src}-{prep.tgt})", langs=prep.langs, test_sets=tuple(prep.default_sets),
+                  model=TATOEBA_MODEL, batch_tokens=2048, warmup=400, tokenize=_bleu_tokenizer(prep),
+                  steps=steps, lr_grid=("3e-4", "1e-3", "3e-3"), lr="1e-3",
+                  test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
+
+
+def _bleu_tokenizer(prep: Prepared) -> str:
+    """BLEU's tokenizer for a prepared folder's translations: none where the text was taken
+    as tokenized (and translations are not detokenized), sacreBLEU's zh for Chinese, 13a."""
+    return "none" if prep.textproc == "none" else "zh" if prep.tgt == "zh" else "13a"
 
 
 def absolute_out(args) -> Path:
     return Path(os.path.abspath(args.out_dir))
 
 
+def folder_limit(data: Path, given: Optional[int]) -> int:
+    """The training limit of a prepared folder: --train-limit, which it must have been prepared
+    at, or the one limit it was prepared at."""
+    limits = sorted(int(match.group(1)) for path in (data / "data-bin").glob("len*")
+                    if (match := re.fullmatch(r"len(\d+)", path.name)))
+    if given is None and len(limits) == 1:
+        return limits[0]
+    if given is not None and given in limits:
+        return given
+    prepared = f"it was prepared at {', '.join(map(str, limits))}" if limits else "it has no data-bin/lenN"
+    wanted = f"--train-limit {given}" if given is not None else "a --train-limit"
+    raise StepError(f"--data {data}: {wanted} it was prepared at is needed ({prepared}; scripts/prepare-corpus.sh "
+                    "--train-limit N prepares one)")
+
+
+def folder_concat_steps(run_: DemoRun) -> List[Step]:
+    """The concatenation augmentation of a prepared folder's lenN, with lenN's dev set, as
+    prepare-*.sh --concat-augment --seed SEED makes it; none without concat systems, or where
+    the folder was prepared with it (its own share and seed are kept)."""
+    if not run_.concat or (run_.data / MANIFEST_DIR / f"concat.len{run_.limit}.json").is_file():
+        return []
+    prep = Prepared.read(run_.data)
+    within = run_.data / f"len{run_.limit}" / "valid"  # --dev-within-limit's dev set, where it was prepared so
+    valid = within if Path(f"{within}.{prep.src}").is_file() else run_.data / "seg" / "valid"
+    return concat_steps(preparation_of(prep, run_.threads, concat=Concat(seed=run_.seed)), run_.limit, valid)
+
+
 def leaderboard_main(argv: Sequence[str]) -> int:
     parser = demo_parser("leaderboard.sh")
-    parser.add_argument("--data", choices=("synthetic", "tatoeba"), default="synthetic")
+    parser.add_argument("--data", default="synthetic")
     parser.add_argument("--from", dest="source", type=Path)
     parser.add_argument("--download", action="store_true")
     parser.add_argument("--seeds", type=positive_int, default=3)
@@ -266,11 +325,15 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     smoke = args.data == "tatoeba" and os.environ.get("SMOKE", "0") == "1"
     tatoeba = args.data == "tatoeba"
+    data_dir = None if args.data in ("synthetic", "tatoeba") else absolute(Path(args.data))
     # defaults that follow --data, set once here whatever form the options took (--out-dir=DIR)
+    if data_dir is not None:
+        args.train_limit = folder_limit(data_dir, args.train_limit)
     if args.train_limit is None:
         args.train_limit = TATOEBA_LIMIT if tatoeba else 50
     if args.out_dir is None:
-        args.out_dir = REPO / "runs" / ("smoke" if smoke else "") / ("leaderboard-tatoeba" if tatoeba else "demo")
+        name = "leaderboard-tatoeba" if tatoeba else f"leaderboard-{data_dir.name}" if data_dir else "demo"
+        args.out_dir = REPO / "runs" / ("smoke" if smoke else "") / name
     if args.updates is None:
         args.updates = 16 if smoke else 6000
     if not tatoeba and (args.source or args.download):
@@ -278,17 +341,26 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     archs = args.systems or all_archs()
     if not args.run_job:
         check_archs("--systems", archs)
+        if args.concat_systems:
+            check_archs("--concat-systems", args.concat_systems)
         out = absolute_out(args)
-        refuse_unless_ours(out / "data")
+        if data_dir is None:
+            refuse_unless_ours(out / "data")
         refuse_unless_ours(out / "leaderboard")
-    corpus = tatoeba_corpus(args, smoke) if tatoeba else TOY
+    if data_dir is not None:
+        corpus = folder_corpus(data_dir, folder_concat_steps)
+    elif tatoeba:
+        corpus = tatoeba_corpus(args, smoke, ["--concat-augment"] if args.concat_systems else [])
+    else:
+        corpus = TOY
     run_ = demo_run(args, archs, corpus)
+    run_.data_dir = data_dir
     grid = args.lr_grid or (["3e-3"] if args.quick else list(corpus.lr_grid))
     # --quick caps the updates (demo_run), the protocol's cap with them
     grids = dict(args.scheme_lr_grid)
-    if len(grids) != len(args.scheme_lr_grid) or set(grids) - set(archs):
-        raise StepError("--scheme-lr-grid: once per scheme, and only for schemes of --systems (got "
-                        f"{', '.join(arch for arch, _ in args.scheme_lr_grid)})")
+    if len(grids) != len(args.scheme_lr_grid) or set(grids) - set(run_.systems):
+        raise StepError("--scheme-lr-grid: once per scheme, and only for schemes of --systems or --concat-systems "
+                        f"(got {', '.join(arch for arch, _ in args.scheme_lr_grid)})")
     protocol = Protocol(grid=grid, seeds=[run_.seed + k for k in range(args.seeds)], validate_every=args.validate_every,
                         patience=args.patience, cap=run_.updates, grids=grids)
     board = Leaderboard(run_, protocol)
@@ -302,4 +374,3 @@ def leaderboard_main(argv: Sequence[str]) -> int:
         print_outputs(run_.out / "leaderboard", corpus.test_sets, "board.md",
                       "board.md, board.json, bleu.png, length_ratio.png")
     return 0
-

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import List, Sequence
 
 from ..engine import DEFAULT_THREADS, Console, StepError
+from relpos_analysis.buckets import Bucket, parse_bands
+from relpos_analysis.io import InputError
 
 
 class Parser(argparse.ArgumentParser):
@@ -73,6 +75,15 @@ def name_list(text: str) -> List[str]:
         raise argparse.ArgumentTypeError(
             f"names {','.join(repeated)} more than once (each system trains into its own folder)")
     return names
+
+
+def band_list(text: str) -> List[Bucket]:
+    """Length bands LO:HI separated by commas, none overlapping another
+    (relpos_analysis.buckets.parse_bands)."""
+    try:
+        return parse_bands(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_threads(parser: Parser, what: str = "parallel workers") -> None:

@@ -2,16 +2,23 @@
 --help are in the scripts).  Each declares its graph (graphs/data.py) and runs it."""
 import argparse
 import os
+import re
 import subprocess
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run, unique_steps
+from relpos_analysis.buckets import check_bands
+from relpos_analysis.io import InputError
+
+from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run
 from ..engine.step import REPO
+from ..tools.corpus import MalformedFile, parallel_pairs
+from ..tools.filter_pairs import BAND_SIDES
 from . import PY, tool
-from .data import (Fetcher, Prepared, Preparation, preparation_steps, read_env, refuse_foreign_work, summary,
+from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher,
+                   preparation_and_test_sets, preparation_of, read_env, refuse_foreign_work, split_fetcher, summary,
                    testsets_graph, wmt_fetcher)
-from .options import Parser, absolute, add_threads, folder, log, name_list, non_negative_int, positive_int
+from .options import Parser, absolute, add_threads, band_list, folder, log, name_list, non_negative_int, positive_int
 
 
 def wmt_pair(pair: str) -> dict:
@@ -54,14 +61,47 @@ def _ratio(text: str) -> str:
     raise argparse.ArgumentTypeError(f"expected a length ratio of at least 1, got '{text}'")
 
 
+def add_training_data_options(parser: Parser) -> None:
+    """What a preparation keeps besides the pairs within each limit: length bands, and the
+    limits' concatenation augmentation (deterministic from --seed)."""
+    parser.add_argument("--train-band", type=band_list, action="append", default=[])
+    parser.add_argument("--band-side", choices=BAND_SIDES, default="longer")
+    parser.add_argument("--concat-augment", action="store_true")
+    parser.add_argument("--concat-share", type=_share)
+
+
+def _share(text: str) -> float:
+    try:
+        if 0 < float(text) <= 1:
+            return float(text)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected a share of the training pairs, above 0 and at most 1, got '{text}'")
+
+
+def training_data_fields(args) -> dict:
+    """The Preparation fields of add_training_data_options's options."""
+    if args.concat_share is not None and not args.concat_augment:
+        raise StepError("--concat-share is the share of --concat-augment: give both, or neither")
+    bands = [band for group in args.train_band for band in group]
+    try:
+        check_bands(bands)  # those of several --train-band options together
+    except InputError as err:
+        raise StepError(f"--train-band: {err}") from None
+    concat = Concat(share=args.concat_share or 1.0, seed=args.seed) if args.concat_augment else None
+    return dict(bands=bands, band_side=args.band_side, concat=concat)
+
+
 def run_preparation(p: Preparation, recipe: str, argv: Sequence[str], dry_run: bool,
-                    extra_steps: Sequence[Step] = ()) -> None:
-    steps = unique_steps(list(extra_steps), preparation_steps(p))
+                    test_sets: Sequence[str] = ()) -> None:
+    """The preparation's graph (and the ``test_sets``'), run; then its counts."""
+    steps = preparation_and_test_sets(p, test_sets)
     log(f"preparing {p.title} in {p.work} (max lengths: {', '.join(map(str, p.lens))})")
     run(Graph([Job("prepare", steps, kind="prepare")], roots=[p.work]),
         Launch(recipe, argv, dry_run=dry_run, threads=p.threads))
     if not dry_run:
         print(summary(p))
+        print_testsets(p.work, test_sets)
 
 
 # ----------------------------------------------------------------------------------------
@@ -127,6 +167,7 @@ def toy_parser() -> Parser:
     parser.add_argument("--test-pairs", type=positive_int, default=300)
     parser.add_argument("--test-words", type=word_range, default=(12, 50))
     parser.add_argument("--dev-within-limit", action="store_true")
+    add_training_data_options(parser)
     parser.add_argument("--dry-run", action="store_true")
     return parser
 
@@ -164,7 +205,8 @@ def toy_preparation(args, work: Path, on_change: str = "refuse") -> Preparation:
                        lens=length_list(args.max_len), shards=args.shards, fetcher=toy_fetcher(args.seed, sizes),
                        default_test_sets=["test", "concat_seq"], concat_of="test",
                        clean_ratio=float(args.clean_ratio), bpe_vocab_threshold=args.bpe_vocab_threshold,
-                       threads=args.threads, on_change=on_change, dev_within_limit=args.dev_within_limit)
+                       threads=args.threads, on_change=on_change, dev_within_limit=args.dev_within_limit,
+                       **training_data_fields(args))
 
 
 def prepare_toy(argv: Sequence[str]) -> int:
@@ -188,6 +230,7 @@ def tatoeba_parser() -> Parser:
     parser.add_argument("--test-short-pairs", type=positive_int, default=2000)
     parser.add_argument("--bpe-merges", dest="seg_size", type=positive_int, default=10000)
     parser.add_argument("--clean-ratio", type=_ratio, default="9")
+    add_training_data_options(parser)
     add_threads(parser)
     parser.add_argument("--dry-run", action="store_true")
     return parser
@@ -229,31 +272,18 @@ def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "re
     work = absolute(args.work_dir)
     split_args = ["--seed", args.seed, "--max-len", args.max_len, "--dev-pairs", args.dev_pairs,
                   "--test-short-pairs", args.test_short_pairs]
-    split_files = {name: [work / "split" / f"{name}.{lang}" for lang in ("de", "en")] for name in ("train", "dev", "test")}
 
-    def split(p: Preparation) -> List[Step]:
+    def split(p: Preparation, part: str) -> List[Step]:
         return [p.step("split", [tool("tatoeba"), "split", "--from", export, "--out-dir",
                                  Out(work / "split"), *split_args], [export],
                        identity=["tatoeba.py split", *map(str, split_args), "pairs sha256", pairs_sha],
                        title="split by sentence group")]
 
-    def copy(p: Preparation, split_name: str, stem: str) -> List[Step]:
-        steps = split(p)
-        for lang, source in zip(("de", "en"), split_files[split_name]):
-            steps.append(p.step(f"orig.{stem}.{lang}", [tool("textproc"), "--mode", "none", "--lang", lang, "--out",
-                                                        Out(p.path("orig", f"{stem}.{lang}")), source], [source],
-                                title=f"take {stem}.{lang}"))
-        return steps
-
-    splits = {"valid": "dev", "test": "test"}
-    fetcher = Fetcher(corpus=lambda p, name: copy(p, "train", f"train.{name}"),
-                      testset=lambda p, name: copy(p, splits[name], name) if name in splits else [])
-    return Preparation(work=work, pair="de-en", src="de", tgt="en", title="Tatoeba German-English", textproc="moses",
-                       seg="bpe", seg_size=args.seg_size, corpora=["tatoeba"], dev_sets=["valid"], test_set="test",
-                       lens=[args.max_len], shards=1, fetcher=fetcher,
-                       default_test_sets=["test", "concat_seq", "concat3_seq"], concat_of="test",
-                       clean_ratio=float(args.clean_ratio), threads=args.threads, on_change=on_change,
-                       dev_within_limit=dev_within_limit)
+    return corpus_preparation(
+        work, ("de", "en"), "Tatoeba German-English", "bpe", args.seg_size, [args.max_len],
+        split_fetcher(split, {"valid": "dev", "test": "test"}), ["test"], ["test", "concat_seq", "concat3_seq"],
+        corpus="tatoeba", clean_ratio=float(args.clean_ratio), threads=args.threads, on_change=on_change,
+        dev_within_limit=dev_within_limit, **training_data_fields(args))
 
 
 def prepare_tatoeba(argv: Sequence[str]) -> int:
@@ -261,25 +291,134 @@ def prepare_tatoeba(argv: Sequence[str]) -> int:
     refuse_foreign_work(args.work_dir)
     export = tatoeba_export(args)
     p = tatoeba_preparation(args, export, tatoeba_pairs_sha(export, args.dry_run))
-    log(f"preparing {p.title} in {p.work} (max length {args.max_len})")
-    steps = unique_steps(preparation_steps(p), testsets_graph_for(p, p.default_test_sets))
-    run(Graph([Job("prepare", steps, kind="prepare")], roots=[p.work]),
-        Launch("prepare-tatoeba", argv, dry_run=args.dry_run, threads=p.threads))
-    if not args.dry_run:
-        print(summary(p))
-        print_testsets(p.work, p.default_test_sets)
+    run_preparation(p, "prepare-tatoeba", argv, args.dry_run, test_sets=p.default_test_sets)
     return 0
 
 
-def prepared_view(p: Preparation) -> Prepared:
-    """The prepared folder as its test sets see it, before segmentation.env is written."""
-    return Prepared(work=p.work, pair=p.pair, src=p.src, tgt=p.tgt, textproc=p.textproc, seg=p.seg,
-                    bpe_vocab_threshold=p.bpe_vocab_threshold, default_sets=list(p.default_test_sets),
-                    concat_of=p.concat_of)
+# ----------------------------------------------------------------------------------------
+# prepare-corpus.sh: any parallel corpus
+# ----------------------------------------------------------------------------------------
+# --segmentation: (the text processing, the segmentation); "none": the files are tokenized
+# already, and what the model reads and writes is their tokens
+SEGMENTATIONS = {"bpe": ("moses", "bpe"), "spm": ("normalize", "spm"), "none": ("none", "none")}
+SEGMENTATION_SIZES = {"bpe": 10000, "spm": 8000}  # --bpe-merges, --spm-vocab
+# test set names the preparation gives a meaning of its own
+RESERVED_NAMES = ("train", "dev", "valid", "newstest_all", *JOINED_SETS)
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def testsets_graph_for(p: Preparation, names: Sequence[str]) -> List[Step]:
-    return testsets_graph(prepared_view(p), names, lambda name: p.fetcher.testset(p, name), p.threads)
+def corpus_preparation(work: Path, langs: Tuple[str, str], title: str, segmentation: str, seg_size: int,
+                       lens: Sequence[int], fetcher: Fetcher, test_sets: Sequence[str],
+                       default_test_sets: Sequence[str], corpus: str = "corpus", **fields) -> Preparation:
+    """A pair whose text is taken from WORK/split/ (a user's corpus, Tatoeba): ``segmentation``
+    bpe (Moses tokenization, joint BPE), spm (punctuation normalisation, SentencePiece per
+    language) or none (the text as it is, already tokenized); one training corpus, the dev set
+    "valid", the first of ``test_sets`` binarized beside the training data and joined into
+    concat_seq.  ``fields``: the Preparation's other fields."""
+    textproc, seg = SEGMENTATIONS[segmentation]
+    src, tgt = langs
+    return Preparation(work=work, pair=f"{src}-{tgt}", src=src, tgt=tgt, title=title, textproc=textproc, seg=seg,
+                       seg_size=seg_size, corpora=[corpus], dev_sets=["valid"], test_set=test_sets[0], lens=lens,
+                       shards=1, fetcher=fetcher, default_test_sets=default_test_sets, concat_of=test_sets[0],
+                       **fields)
+
+
+def corpus_parser() -> Parser:
+    parser = Parser("prepare-corpus.sh")
+    parser.add_argument("--train", type=Path)
+    parser.add_argument("--dev", type=Path)
+    parser.add_argument("--test", action="append", default=[])
+    parser.add_argument("--src-lang", type=_language)
+    parser.add_argument("--tgt-lang", type=_language)
+    parser.add_argument("--segmentation", choices=tuple(SEGMENTATIONS), default="bpe")
+    parser.add_argument("--bpe-merges", type=positive_int)
+    parser.add_argument("--spm-vocab", type=positive_int)
+    parser.add_argument("--train-limit", type=positive_int)
+    parser.add_argument("--out-dir", type=folder)
+    parser.add_argument("--dev-pairs", type=positive_int)
+    parser.add_argument("--dev-within-limit", action="store_true")
+    parser.add_argument("--seed", type=non_negative_int, default=1)
+    parser.add_argument("--clean-ratio", type=_ratio, default="9")
+    add_training_data_options(parser)
+    add_threads(parser)
+    parser.add_argument("--dry-run", action="store_true")
+    return parser
+
+
+def _language(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", text):
+        raise argparse.ArgumentTypeError(f"expected a language code, the files' suffix (e.g. de), got '{text}'")
+    return text
+
+
+def corpus_tests(specs: Sequence[str]) -> Dict[str, Path]:
+    """--test NAME=PREFIX options, in order."""
+    if not specs:
+        raise StepError("--test NAME=PREFIX is required, at least once (see --help)")
+    tests: Dict[str, Path] = {}
+    for spec in specs:
+        name, equals, prefix = spec.partition("=")
+        if not (equals and prefix and NAME.fullmatch(name)):
+            raise StepError(f"--test: expected NAME=PREFIX with a NAME of letters, digits, '_', '.' and '-', "
+                            f"got '{spec}'")
+        if name in RESERVED_NAMES or name.startswith(("newstest", "newsdev")):
+            raise StepError(f"--test {spec}: the name {name} is taken (train, dev, valid, newstest_all, "
+                            f"{', '.join(JOINED_SETS)} and newstest*/newsdev*, which build-test-sets.sh fetches, "
+                            "have a meaning of their own); choose another")
+        if name in tests:
+            raise StepError(f"--test names {name} twice")
+        tests[name] = absolute(Path(prefix))
+    return tests
+
+
+def corpus_args(args) -> Tuple[Dict[str, Path], int, Optional[HoldOut]]:
+    """The checks of prepare-corpus.sh's options that need no file: the test sets, the size of
+    the segmentation, the dev set's hold-out."""
+    missing = [option for option, value in (("--train", args.train), ("--src-lang", args.src_lang),
+                                            ("--tgt-lang", args.tgt_lang), ("--train-limit", args.train_limit),
+                                            ("--out-dir", args.out_dir)) if value is None]
+    if missing:
+        raise StepError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required (see --help)")
+    if args.src_lang == args.tgt_lang:
+        raise StepError(f"--src-lang and --tgt-lang are both {args.src_lang}: the files PREFIX.SRC and PREFIX.TGT "
+                        "need two suffixes")
+    tests = corpus_tests(args.test)
+    sizes = {"bpe": args.bpe_merges, "spm": args.spm_vocab}
+    for segmentation, option in (("bpe", "--bpe-merges"), ("spm", "--spm-vocab")):
+        if sizes[segmentation] is not None and args.segmentation != segmentation:
+            raise StepError(f"{option} is for --segmentation {segmentation}, not {args.segmentation}")
+    if args.dev and args.dev_pairs:
+        raise StepError("--dev-pairs is the size of the dev set held out of --train; with --dev there is none")
+    hold_out = None if args.dev else HoldOut(pairs=args.dev_pairs or 1000, max_len=args.train_limit, seed=args.seed)
+    return tests, sizes.get(args.segmentation) or SEGMENTATION_SIZES.get(args.segmentation, 0), hold_out
+
+
+def check_corpus_files(args, tests: Dict[str, Path]) -> None:
+    """Every file read and checked (relpos_recipes.tools.corpus), before any work."""
+    prefixes = [("--train", absolute(args.train))] + ([("--dev", absolute(args.dev))] if args.dev else [])
+    prefixes += [(f"--test {name}", prefix) for name, prefix in tests.items()]
+    for option, prefix in prefixes:
+        files = [f"{prefix}.{lang}" for lang in (args.src_lang, args.tgt_lang)]
+        try:
+            log(f"{option}: {len(parallel_pairs(*files)):,} pairs in {files[0]} and {files[1]}")
+        except MalformedFile as err:
+            raise StepError(f"{option} {prefix}: {err}") from None
+
+
+def prepare_corpus(argv: Sequence[str]) -> int:
+    args = corpus_parser().parse_args(argv)
+    tests, seg_size, hold_out = corpus_args(args)
+    fields = training_data_fields(args)
+    refuse_foreign_work(args.out_dir, "--out-dir")
+    check_corpus_files(args, tests)
+    train, dev = absolute(args.train), absolute(args.dev) if args.dev else None
+    p = corpus_preparation(absolute(args.out_dir), (args.src_lang, args.tgt_lang), f"the corpus {train}",
+                           args.segmentation, seg_size, [args.train_limit],
+                           corpus_fetcher(train, dev, tests, hold_out), list(tests), [*tests, "concat_seq"],
+                           clean_ratio=float(args.clean_ratio), threads=args.threads,
+                           dev_within_limit=args.dev_within_limit, **fields)
+    run_preparation(p, "prepare-corpus", argv, args.dry_run, test_sets=p.default_test_sets)
+    return 0
 
 
 def print_testsets(work: Path, names: Sequence[str]) -> None:
@@ -324,9 +463,7 @@ def build_test_sets(argv: Sequence[str]) -> int:
     local_dirs = [absolute(d) for d in args.local_dir] or local_dirs
     offline = offline if args.offline is None else args.offline
     fetcher = wmt_fetcher(local_dirs, offline)
-    stand_in = Preparation(work=work, pair=prep.pair, src=prep.src, tgt=prep.tgt, title="", textproc=prep.textproc,
-                           seg=prep.seg, seg_size=0, corpora=[], dev_sets=[], test_set="", lens=[], shards=1,
-                           fetcher=fetcher, default_test_sets=[], threads=args.threads, on_change="redo")
+    stand_in = preparation_of(prep, args.threads, on_change="redo", fetcher=fetcher)
     steps = testsets_graph(prep, names, lambda name: fetcher.testset(stand_in, name), args.threads)
     run(Graph([Job("test-sets", steps, kind="prepare")], roots=[work]),
         Launch("build-test-sets", argv, dry_run=args.dry_run, threads=args.threads))

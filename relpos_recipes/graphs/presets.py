@@ -1,5 +1,6 @@
 """The model sizes and budgets the recipes share (what SMOKE=1 shrinks them to, the Tatoeba
 model) and the Tatoeba study's buckets."""
+from relpos_analysis.buckets import limit_edges
 
 # Tiny settings for SMOKE=1: the same steps on a few thousand lines, with 1+1-layer models.
 SMOKE_MODEL = ("--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
@@ -23,5 +24,5 @@ def tatoeba_edges(test_set: str, limit: int) -> str:
     """Buckets at multiples of the limit: 1, 1.5, 2 and 3x for the test set, 1-4x for the
     joined sets."""
     if test_set == "test":
-        return f"{limit},{limit * 3 // 2},{limit * 2},{limit * 3}"
+        return ",".join(map(str, limit_edges(limit)))  # the report's default for the limit
     return f"{limit},{limit * 2},{limit * 3},{limit * 4}"

@@ -14,10 +14,10 @@ from ..engine import (Display, Graph, Job, Later, Launch, Out, OutDir, ProgressC
 from ..engine.step import REPO
 from . import tool
 from .archs import all_archs, check_archs, effective_labels
-from .data import Preparation, preparation_steps, refuse_foreign_work, testsets_graph, wmt_fetcher
+from .data import Preparation, preparation_and_test_sets, refuse_foreign_work, wmt_fetcher
 from .demo import print_outputs, refuse_unless_ours
 from .options import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
-from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, prepared_view, smoke_slice, smoke_tatoeba_export,
+from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, smoke_slice, smoke_tatoeba_export,
                       tatoeba_export, tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation, wmt_pair)
 from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS,
                       WMT_SHARDS, tatoeba_edges)
@@ -247,9 +247,7 @@ def _pair_steps(run: StudyRun, pair: str, limits: Sequence[int], sets: Sequence[
                     dev_sets=spec["dev_sets"], test_set=spec["test_set"], lens=list(limits), shards=WMT_SHARDS,
                     fetcher=wmt_fetcher(local_dirs, offline), default_test_sets=spec["default_test_sets"],
                     concat_of=spec["concat_of"], threads=threads)
-    prep = prepared_view(p)
-    return unique_steps(standin, preparation_steps(p),
-                        testsets_graph(prep, sets, lambda name: p.fetcher.testset(p, name), threads))
+    return unique_steps(standin, preparation_and_test_sets(p, sets))
 
 
 def _train_step(run: StudyRun, pair: str, arch: str, limit: int, save: Path) -> Step:
@@ -348,8 +346,7 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     if not args.run_job:
         for arch in args.systems:
             refuse_unless_ours(folders[arch])
-    jobs = [Job("prepare", unique_steps(preparation_steps(p), testsets_graph(
-        prepared_view(p), TATOEBA_SETS, lambda name: p.fetcher.testset(p, name), p.threads)), kind="prepare")]
+    jobs = [Job("prepare", preparation_and_test_sets(p, TATOEBA_SETS), kind="prepare")]
     cpus = args.threads if gpus else 1  # with a GPU, one after the other on it
     for arch in args.systems:
         save = folders[arch]

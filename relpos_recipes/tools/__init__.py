@@ -15,6 +15,8 @@ from typing import Dict, NoReturn, Optional, Sequence, Tuple
 COMMANDS: Dict[str, Tuple[str, ...]] = {
     "corpora": ("relpos_recipes.tools.corpora",),
     "tatoeba": ("relpos_recipes.tools.tatoeba",),
+    "take-corpus": ("relpos_recipes.tools.corpus", "take"),
+    "concat-augment": ("relpos_recipes.tools.concat_augment",),
     "toy-corpus": ("relpos_recipes.tools.toy_corpus",),
     "filter-pairs": ("relpos_recipes.tools.filter_pairs",),
     "spm": ("relpos_recipes.tools.spm",),
@@ -33,6 +35,7 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "tuning": ("relpos_recipes.tools.choice", "tuning"),
     "report": ("relpos_analysis.report",),
     "board": ("relpos_analysis.leaderboard",),
+    "band-matrix": ("relpos_analysis.bands",),
 }
 
 

@@ -25,7 +25,6 @@ mixes lengths); train and dev keep the file's order.  Every choice comes from --
 """
 
 import argparse
-import codecs
 import hashlib
 import json
 import os
@@ -35,16 +34,13 @@ import sys
 import zipfile
 from dataclasses import dataclass
 
-from .corpora import LINE_BREAKS, fetch, refusing_damaged_archive
+from .corpora import fetch, refusing_damaged_archive
+from .corpus import MalformedFile, checked_lines
 
 EXPORT_URL = "https://www.manythings.org/anki/deu-eng.zip"
 MEMBER = "deu.txt"
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member; an empty zip
 SPLITS = ("train", "dev", "test")
-
-
-class MalformedFile(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -76,25 +72,9 @@ def read_bytes(path):
 
 def parse_pairs(data, name):
     """Every line as a Pair; a malformed line raises MalformedFile naming it."""
-    lines = data.removeprefix(codecs.BOM_UTF8).split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the final newline
-    if not lines:
-        raise MalformedFile(f"{name}: empty file (expected lines of English<TAB>German)")
     pairs = []
-    for number, raw in enumerate(lines, start=1):
-        raw = raw.removesuffix(b"\r")
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise MalformedFile(f"{name} line {number}: byte {e.start + 1} is not UTF-8 "
-                                f"({raw[e.start:e.start + 1]!r}); expected UTF-8 text") from None
-        inner_break = LINE_BREAKS.search(line)
-        if inner_break:
-            raise MalformedFile(
-                f"{name} line {number}: a line break {inner_break.group()!r} inside the line "
-                f"(character {inner_break.start() + 1}); expected one pair per line, each line "
-                f"ending in \\n or \\r\\n: {line[:80]!r}")
+    for number, line in enumerate(checked_lines(data, name, "lines of English<TAB>German", item="pair"),
+                                  start=1):
         fields = line.split("\t")
         if len(fields) not in (2, 3):
             raise MalformedFile(

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Sequence
 
 from . import count_lines, fail
 
@@ -57,15 +57,22 @@ def textproc(a) -> None:
         fail(f"sacremoses wrote {count_lines(a.out)} lines for the {lines} of {', '.join(a.inputs)}")
 
 
+def joined(sentences: Sequence[str]) -> str:
+    """Sentences joined into one, by a space: how concat_seq joins test pairs and the
+    concatenation augmentation training pairs (relpos_recipes.tools.concat_augment), each
+    side with its own side."""
+    return " ".join(sentences)
+
+
 def concat_lines(a) -> None:
-    """Every N lines (1..N, N+1..2N, ...) joined by a space; a shorter last group stays."""
+    """Every N lines (1..N, N+1..2N, ...) joined (``joined``); a shorter last group stays."""
     with open(a.input, encoding="utf-8", newline="\n") as f:
         rows = f.read().split("\n")
     if rows and rows[-1] == "":
         rows.pop()
     with open(a.out, "w", encoding="utf-8", newline="\n") as out:
         for start in range(0, len(rows), a.n):
-            out.write(" ".join(rows[start:start + a.n]) + "\n")
+            out.write(joined(rows[start:start + a.n]) + "\n")
 
 
 def longer_side(a) -> None:
@@ -123,8 +130,10 @@ def deseg_file(seg: str, spm_model: str, source: str, out: str) -> None:
         from .spm import decode_file  # sentencepiece only where it segments
 
         decode_file(spm_model, source, out)
+    elif seg == "none":
+        shutil.copyfile(source, out)
     else:
-        fail(f"unknown segmentation {seg!r} (bpe or spm)")
+        fail(f"unknown segmentation {seg!r} (bpe, spm or none)")
 
 
 def detok_file(textproc_mode: str, lang: str, source: str, out: str) -> None:
