@@ -79,6 +79,13 @@ class _PositionedStack:
         limits = [(limit, name) for limit, name in limits if limit is not None]
         self._max_positions = min([limit for limit, _ in limits], default=UNBOUNDED_POSITIONS)
         drawn = self.training_positions
+        if drawn is not None and drawn.settings.max is not None and drawn.settings.max < max_positions:
+            # a longer training sentence would have no positions to draw, and fail mid-training
+            option = f"--max-{'target' if causal else 'source'}-positions"
+            raise ValueError(f"--{context.side}-pos: {drawn.extra_repr()} draws the positions of a training sentence "
+                             f"from 0…{drawn.settings.max - 1}, but {option} {max_positions} lets in sentences of up "
+                             f"to {max_positions} tokens; set max to at least {max_positions}, or {option} to at "
+                             f"most {drawn.settings.max}")
         if drawn is not None and drawn.reach() is not None and drawn.reach() > self._max_positions:
             tabled = sorted({name for limit, name in limits if limit < drawn.reach()})
             raise ValueError(f"--{context.side}-pos: {drawn.extra_repr()} draws positions up to {drawn.reach() - 1}, "

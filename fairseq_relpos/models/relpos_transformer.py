@@ -1,6 +1,7 @@
 """The ``relpos_transformer`` model and its architectures: presets over position schemes."""
 import argparse
 import dataclasses
+import difflib
 import logging
 from types import SimpleNamespace
 
@@ -65,6 +66,26 @@ class RelPosTransformerModel(TransformerModel):
     def hub_models(cls):
         return {}
 
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        """A checkpoint whose parameters do not fit the model built for it (``--model-overrides``
+        that gives a stack another scheme with parameters: ``shaw`` → ``rope``) is refused,
+        naming what does not fit, rather than in torch's words."""
+        try:
+            return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+        except RuntimeError as error:
+            if "Unexpected key(s)" not in str(error) and "Missing key(s)" not in str(error):
+                raise
+            own, theirs = set(self.state_dict()), set(state_dict)
+            extra, lacking = sorted(theirs - own), sorted(own - theirs)
+            said = [f"{len(keys)} parameter(s) {what} ({', '.join(keys[:3])}{', …' if len(keys) > 3 else ''})"
+                    for keys, what in ((extra, "this model has no place for"), (lacking, "it lacks")) if keys]
+            raise ValueError(f"the checkpoint does not fit the model built for it: it has {' and '.join(said)}. It "
+                             "was trained with other position schemes (or other sizes) than these options give it "
+                             f"(encoder {getattr(self.args, 'encoder_pos', '?')}, decoder "
+                             f"{getattr(self.args, 'decoder_pos', '?')}): a checkpoint keeps its schemes, and "
+                             "--model-overrides may change only settings that hold no parameters "
+                             "(rope:scaling=..., --cross-pos none)") from None
+
     @staticmethod
     def add_args(parser):
         TransformerModel.add_args(parser)
@@ -91,6 +112,7 @@ class RelPosTransformerModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
+        _reject_misspelled(args, cls.add_args)
         relpos_base_architecture(args)
         _reject_unsupported(args)
         encoder_spec, decoder_spec = position_specs(args)
@@ -234,6 +256,21 @@ def build_standalone_model(arch: str, dictionary, **options) -> "RelPosTransform
 def count_parameters(model) -> int:
     """Trained parameters, each shared tensor counted once."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def _reject_misspelled(args, add_args):
+    """An option of the model's that no parser knows but that is one letter or so from one of
+    ours (``--model-overrides "{'encoder_poss': 'rope'}"``, which fairseq sets silently) is
+    refused, naming the option it resembles."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_args(parser)
+    known = {action.dest for action in parser._actions}
+    ours = sorted(action.dest for group in parser._action_groups if "fairseq-relpos" in (group.title or "")
+                  for action in group._group_actions)
+    for name in vars(args):
+        close = [] if name in known else difflib.get_close_matches(name, ours, n=1, cutoff=0.8)
+        if close:
+            raise ValueError(f"unknown model option {name!r} (from --model-overrides?); did you mean {close[0]!r}?")
 
 
 def _reject_unsupported(args):

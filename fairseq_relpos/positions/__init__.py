@@ -129,6 +129,9 @@ class PositionSpec:
         """Parses ``NAME[:key=value,…]+…``.  ``legacy_defaults`` replace the default of a
         setting of that name in every scheme that has one, unless the spec sets it
         (``--max-relative-position K`` is ``{"k": K}``)."""
+        if text is not None and not isinstance(text, str):  # --model-overrides "{'encoder_pos': 5}"
+            raise ValueError(f"{option}: expected a position spec (text, such as 'shaw' or 'rope+alibi'), got "
+                             f"{text!r} ({type(text).__name__})")
         if text is None or not text.strip():
             raise ValueError(f"{option}: empty position spec; expected 'none' or {_expected()}")
         parts = _move_settings([part.strip() for part in text.split("+")], option, text)

@@ -3,7 +3,6 @@ position biases alike, is multiplied by ``s_h·log n``, ``n`` the number of keys
 attends to, so that attention does not fade as inputs grow; ``s_h`` is learned per head and
 layer.  It carries no position itself and combines with any scheme (``rope+ssmax``);
 ``docs/positions.md`` has the details."""
-import math
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +28,10 @@ def attended_keys(span: AttentionSpan) -> Tensor:  # B|1 x Tq
     return counts.clamp(min=1)
 
 
+#: the largest initial s: the logits times s·log n stay far from float16's and float32's limits
+MAX_S = 100.0
+
+
 @register_scheme("ssmax")
 class ScalableSoftmax(AttentionScheme):
     """A decoding step counts the keys the teacher-forced pass counts for the same query, so
@@ -44,8 +47,9 @@ class ScalableSoftmax(AttentionScheme):
         s: float = 0.43  # initial s_h: the value of the paper's Figure 1
 
         def __post_init__(self):
-            if not (math.isfinite(self.s) and self.s > 0):
-                raise ValueError(f"s must be a finite number > 0 (a factor of the logits), got {self.s}")
+            if not (0 < self.s <= MAX_S):
+                raise ValueError(f"s must be a number in (0, {MAX_S}] (the logits are multiplied by s·log n: "
+                                 f"beyond, they overflow), got {self.s}")
 
     def __init__(self, settings, context):
         super().__init__(settings, context)

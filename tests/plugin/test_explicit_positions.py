@@ -54,9 +54,10 @@ def test_shape_offsets_are_drawn_per_sequence_while_training_only(dictionary):
 def test_a_training_pass_reads_the_drawn_positions(spec, dictionary):
     """Dropout off, a training pass of SPEC+rand equals an evaluation pass of SPEC fed the
     positions that were drawn; without them it differs."""
+    sizes = dict(max_source_positions=64, max_target_positions=64)  # what rand:max=64 can place
     randomized = build_tiny_model("relpos_transformer", dictionary, encoder_pos=f"{spec}+rand:max=64",
-                                  decoder_pos=f"{spec}+rand:max=64")
-    plain = build_tiny_model("relpos_transformer", dictionary, encoder_pos=spec, decoder_pos=spec)
+                                  decoder_pos=f"{spec}+rand:max=64", **sizes)
+    plain = build_tiny_model("relpos_transformer", dictionary, encoder_pos=spec, decoder_pos=spec, **sizes)
     plain.load_state_dict(randomized.state_dict(), strict=True)  # rand has no parameters
     src = random_tokens(dictionary, [9, 5], left_pad=True)
     prev = decoder_input(dictionary, random_tokens(dictionary, [7, 7], left_pad=False, seed=1))
@@ -89,8 +90,21 @@ def test_randomized_positions_beyond_a_table_are_refused_when_built(dictionary):
                          decoder_pos="abs_learned")
 
 
+def test_fewer_positions_to_draw_from_than_a_training_sentence_may_have_are_refused_when_built(dictionary):
+    """rand:max=20 with --max-source-positions 1024 would fail in the middle of a training, at
+    the first sentence of more than 20 tokens: it is refused when the model is built."""
+    with pytest.raises(ValueError, match=r"--encoder-pos: rand:max=20 draws the positions of a training sentence "
+                                         r"from 0…19, but --max-source-positions 1024 lets in sentences of up to "
+                                         r"1024 tokens; set max to at least 1024, or --max-source-positions to at "
+                                         r"most 20"):
+        build_tiny_model("relpos_transformer", dictionary, encoder_pos="rope+rand:max=20", decoder_pos="rope")
+    build_tiny_model("relpos_transformer", dictionary, encoder_pos="rope+rand:max=20", decoder_pos="rope",
+                     max_source_positions=20)
+
+
 def test_a_training_sequence_longer_than_the_positions_to_draw_from_is_refused(dictionary):
-    model = build_tiny_model("relpos_transformer", dictionary, encoder_pos="rope+rand:max=8", decoder_pos="rope")
+    model = build_tiny_model("relpos_transformer", dictionary, encoder_pos="rope+rand:max=8", decoder_pos="rope",
+                             max_source_positions=8)
     src = random_tokens(dictionary, [12], left_pad=True)
     with pytest.raises(ValueError, match=r"rand:max=8 \(encoder\): a training sequence of 12 tokens needs 12 "
                                          "distinct positions; raise max"):

@@ -92,3 +92,21 @@ def test_unsupported_option_is_refused_by_name(option):
     flag = "--" + option.replace("_", "-")
     with pytest.raises(ValueError, match=flag):
         build_tiny_model(PROBE_ARCH, **{**PROBE_SPEC, option: value})
+
+
+def test_what_model_overrides_can_get_wrong_is_refused_by_name():
+    """--model-overrides sets any key fairseq is given: a spec that is not text, an option
+    one letter off ours (fairseq would ignore it), and a scheme the checkpoint has no
+    parameters for (torch would say "Unexpected key(s)") are each refused saying what."""
+    with pytest.raises(ValueError, match=r"--encoder-pos: expected a position spec \(text, such as 'shaw' or "
+                                         r"'rope\+alibi'\), got 5 \(int\)"):
+        build_tiny_model("relpos_transformer", encoder_pos=5)
+    with pytest.raises(ValueError, match=r"unknown model option 'encoder_poss' \(from --model-overrides\?\); did "
+                                         r"you mean 'encoder_pos'\?"):
+        build_tiny_model("relpos_transformer", encoder_poss="rope")
+    trained = build_tiny_model("transformer_rel")
+    overridden = build_tiny_model("relpos_transformer", encoder_pos="rope", decoder_pos="rope")
+    with pytest.raises(ValueError, match=r"the checkpoint does not fit the model built for it: it has 8 "
+                                         r"parameter\(s\) this model has no place for \(decoder\.layers\.0\.self_attn"
+                                         r"\.positions\.key_table.*a checkpoint keeps its schemes"):
+        overridden.load_state_dict(trained.state_dict())
