@@ -245,3 +245,18 @@ def test_a_later_part_of_a_failed_job_is_not_built_and_says_why(tmp_path):
 def test_a_policy_refuses_an_unknown_change_rule():
     with pytest.raises(ValueError, match="on_change: redo or refuse"):
         Policy(on_change="ignore")
+
+
+def test_every_manifest_under_the_run_is_read_before_any_work(tmp_path):
+    """A damaged manifest of a step that would run only after hours of training (a report's)
+    stops the run at its start, naming it."""
+    from relpos_recipes.engine import Launch, run
+
+    damaged = tmp_path / "report" / ".steps" / "report.json"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_text('{"version": 2, "step": "report"')
+    (tmp_path / "a.txt").write_text("a")
+    first = Step("copy", ["cp", tmp_path / "a.txt", Out(tmp_path / "b.txt")], home=tmp_path, inputs=[tmp_path / "a.txt"])
+    with pytest.raises(StepError, match=rf"{damaged} is not a readable step manifest"):
+        run(Graph([Job("j", [first])], roots=[tmp_path]), Launch("test", [], console=Console(stream_steps=False)))
+    assert not (tmp_path / "b.txt").exists()

@@ -99,6 +99,14 @@ def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(qui
     command = [*demo[:demo.index("--out-dir")], "--out-dir", str(copy)]
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "start " not in again.stderr, again.stderr[-3000:]
+    # the dry run is what would run: after an edit to the training text, every step after it
+    train_src = copy / "data" / "text" / "train.src"
+    original = train_src.read_bytes()
+    train_src.write_bytes(original + b"w1 w2\n")
+    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True, timeout=300).stdout
+    steps = re.findall(r"^\[(done|run \([^)]*\))\] (train|translate|report) ", planned, re.M)
+    assert steps and all(state.startswith("run") for state, _ in steps), planned[-3000:]
+    train_src.write_bytes(original)
     notes = [copy / "transformer_abs" / "NOTES.txt", copy / "report" / "test" / "NOTES.txt"]
     for note in notes:
         note.write_text("mine\n")

@@ -30,6 +30,11 @@ def script(name, *args, env=None):
     ("prepare-wmt19-de-en.sh", ["--corpora", "europarl,wikipedia"], "--corpora: unknown corpus wikipedia"),
     ("reproduce/table3.sh", ["--system", "oops"], "--system wants LABEL=ARCH@MAXLEN, got 'oops'"),
     ("reproduce/tatoeba.sh", ["--updates", "x"], "--updates: expected a positive integer, got 'x'"),
+    ("leaderboard.sh", ["--lr-grid", "1e-3,0.001"], "--lr-grid: names a learning rate twice: '1e-3,0.001'"),
+    ("leaderboard.sh", ["--systems", "transformer_abs", "--scheme-lr-grid", "transformer_rel=1e-3,3e-3"],
+     "--scheme-lr-grid: once per scheme, and only for schemes of --systems"),
+    ("demo.sh", ["--slurm-time", "2", "--launcher", "slurm", "--slurm-gpus-per-job", "0"],
+     "--slurm-time 2 (120 s) is not longer than the 180 s before it at which a training requeues itself"),
 ])
 def test_bad_options_are_refused_before_any_work(tmp_path, name, args, message):
     out = tmp_path / "out"
@@ -39,6 +44,32 @@ def test_bad_options_are_refused_before_any_work(tmp_path, name, args, message):
     proc = script(name, *args, folder_option, out)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
     assert not out.exists()
+
+
+def test_a_file_where_a_folder_is_expected_is_refused(tmp_path):
+    (tmp_path / "a file").write_text("mine\n")
+    for name, option in (("demo.sh", "--out-dir"), ("train.sh", "--save-dir"), ("translate.sh", "--out-dir")):
+        proc = script(name, option, tmp_path / "a file")
+        assert proc.returncode != 0 and f"{option}: expected a folder, but {tmp_path / 'a file'} is a file" in \
+            proc.stderr, proc.stderr
+    assert (tmp_path / "a file").read_text() == "mine\n"
+
+
+def test_options_with_an_equals_sign_are_options_as_any_other(tmp_path):
+    """--out-dir=DIR, --updates=N and --train-limit=N are read as their spaced forms are, the
+    defaults that depend on --data set after them, once (SMOKE=1 used to replace them)."""
+    proc = script("leaderboard.sh", "--quick", "--systems", "transformer_abs", f"--out-dir={tmp_path / 'board'}",
+                  "--updates=150", "--train-limit=20", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{tmp_path / 'board'}/leaderboard/models/transformer_abs-lr3e-3" in proc.stdout
+    assert "--max-update 150" in proc.stdout and "--max-len 20" in proc.stdout and "runs/demo" not in proc.stdout
+
+
+def test_the_quick_leaderboard_trains_at_most_200_updates():
+    proc = script("leaderboard.sh", "--quick", "--systems", "transformer_abs", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    caps = set(re.findall(r"--max-update (\d+)", proc.stdout))
+    assert caps == {"200"}, caps
 
 
 @pytest.mark.parametrize("char", [",", ":"])
