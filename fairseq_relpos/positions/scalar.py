@@ -32,7 +32,8 @@ class RelativeScalar(DistanceTableScheme):
     def logit_bias(self, q, k, span):
         def build():
             needed, index = self.window(span)
-            return self.table[needed][index].permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
+            # indexed along the last dimension: the bias is contiguous in the keys, as fused kernels need
+            return self.table[needed].t()[:, index].unsqueeze(0)  # 1 x H|1 x Tq x Tk
 
         return span.once(id(self), build).to(q.dtype)
 

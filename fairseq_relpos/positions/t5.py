@@ -56,9 +56,11 @@ class T5Bias(AttentionScheme):
         lowest, highest = span.distance_range()
 
         def build():
-            per_distance = self.table[self.bucket(torch.arange(lowest, highest + 1, device=span.device))]  # R x H|1
-            bias = per_distance[span.distances(lowest, highest)]  # Tq x Tk x H|1
-            return bias.permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
+            # indexed along the last dimension: the bias is contiguous in the keys, as fused kernels need
+            return self._per_distance(lowest, highest, span)[:, span.distances(lowest, highest)].unsqueeze(0)
 
         # layers that share the table share the bias too: it is built once per pass
-        return span.once(id(self), build).to(q.dtype)
+        return span.once(id(self), build).to(q.dtype)  # 1 x H|1 x Tq x Tk
+
+    def _per_distance(self, lowest, highest, span):  # H|1 x R: the bias of each distance lowest … highest
+        return self.table[self.bucket(torch.arange(lowest, highest + 1, device=span.device))].t()
