@@ -10,6 +10,7 @@ from fairseq.modules import FairseqDropout, LayerDropModuleList, LayerNorm
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor, nn
 
+from ..modules import flex
 from ..modules.layers import RelPosDecoderLayer, RelPosEncoderLayer
 from ..positions import PositionSpec
 from ..positions.base import IncrementalState, PassMemo, Positions, StackContext
@@ -88,6 +89,11 @@ class _PositionedStack:
     def max_positions(self):
         return self._max_positions
 
+    def _check_attention_impl(self, tokens: Tensor):
+        """Refuses, before any work, a pass FlexAttention cannot run (gradients on the CPU)."""
+        if self.attention_impl == "flex":
+            flex.refuse_gradients_on_cpu(tokens.device)
+
     def _positions(self, padding_mask: Tensor, start: int, incremental_state: IncrementalState) -> Positions:
         """Where the tokens ``0 … start+T-1`` of this call sit (``padding_mask``: B x T, the
         new ones): drawn in a training pass where the spec has training positions, counted
@@ -99,10 +105,12 @@ class _PositionedStack:
 
 
 class RelPosEncoder(_PositionedStack, FairseqEncoder):
-    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, attention_impl: str = "reference"):
         super().__init__(dictionary)
+        self.attention_impl = attention_impl
         self._build_stack(cfg, cfg.encoder, spec, cfg.max_source_positions, embed_tokens, causal=False,
-                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, self.position_memo))
+                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, self.position_memo,
+                                                                                 attention_impl))
 
     def forward(
         self,
@@ -111,6 +119,7 @@ class RelPosEncoder(_PositionedStack, FairseqEncoder):
         return_all_hiddens: bool = False,
         token_embeddings: Optional[Tensor] = None,
     ) -> Dict[str, List[Tensor]]:
+        self._check_attention_impl(src_tokens)
         padding_mask = src_tokens.eq(self.front_end.padding_idx)  # B x T
         positions = self._positions(padding_mask, 0, None)
         x, embedded = self.front_end(src_tokens, padding_mask, positions.rows())
@@ -145,8 +154,10 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
     many tokens it has already processed and runs only the new ones.
     """
 
-    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, cross_spec: PositionSpec = PositionSpec(())):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, cross_spec: PositionSpec = PositionSpec(()),
+                 attention_impl: str = "reference"):
         super().__init__(dictionary)
+        self.attention_impl = attention_impl
         cross_context = StackContext(
             embed_dim=cfg.decoder.embed_dim,
             num_heads=cfg.decoder.attention_heads,
@@ -159,7 +170,8 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         self.cross_memo = PassMemo()  # what the encoder-decoder attention of the layers shares
 
         def make_layer(index, positions):
-            return RelPosDecoderLayer(cfg, positions, self.position_memo, cross_schemes[index], self.cross_memo)
+            return RelPosDecoderLayer(cfg, positions, self.position_memo, cross_schemes[index], self.cross_memo,
+                                      attention_impl)
 
         self._build_stack(cfg, cfg.decoder, spec, cfg.max_target_positions, embed_tokens, causal=True,
                           make_layer=make_layer, final_norm=not cfg.no_decoder_final_norm)
@@ -199,6 +211,7 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         alignment_heads: Optional[int] = None,
         **unused,
     ):
+        self._check_attention_impl(prev_output_tokens)
         start = self._steps_done(incremental_state)
         tokens = prev_output_tokens[:, start:]  # B x Tnew
         if incremental_state is not None:

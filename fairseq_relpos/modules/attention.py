@@ -6,7 +6,8 @@ the schemes only rotate, bias or scale the logits and no weights are asked for, 
 CUDA's fused kernels take (no mask at all for the causal self-attention of a full decoder
 pass, which ``is_causal`` says; a boolean key mask for padding, built once per pass; a bias
 contiguous in the keys); the explicit softmax for logit transforms, value terms and
-weights.
+weights; with ``--attention-impl flex``, a FlexAttention kernel that computes the covered
+schemes' terms itself (``modules/flex.py``).
 """
 import functools
 import math
@@ -20,6 +21,11 @@ from torch import Tensor, nn
 from torch.nn.attention import SDPBackend
 
 from ..positions.base import AttentionScheme, AttentionSpan, IncrementalState, PassMemo, Positions
+from . import flex
+
+#: ``--attention-impl``: the reference path (SDPA, the explicit softmax), or FlexAttention
+#: for the schemes it covers
+ATTENTION_IMPLS = ("reference", "flex")
 
 
 class KeyMask:
@@ -66,6 +72,12 @@ class KeyMask:
         else the keys each query may look at (boolean, ``B|1 x 1 x Tq|1 x Tk``)."""
         return None if self.is_causal or self.blocked is None else ~self.blocked
 
+    @functools.cached_property
+    def block_mask(self):
+        """The mask as FlexAttention's ``BlockMask`` (``--attention-impl flex``); None: nothing blocked."""
+        return flex.block_mask(self.padding, self.causal, self.causal_offset, self.q_start, self.q_len, self.k_len,
+                               self.device)
+
 
 def _pads_before_tokens(padding: Tensor) -> bool:
     """Whether a row of the ``B x T`` padding mask (boolean) has padding before a real token."""
@@ -94,10 +106,13 @@ class _PositionedAttention(nn.Module):
         causal: bool = False,
         memo: Optional[PassMemo] = None,
         kdim: Optional[int] = None,  # width of the keys' and values' input; default embed_dim
+        impl: str = "reference",  # --attention-impl
     ):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        if impl not in ATTENTION_IMPLS:
+            raise ValueError(f"--attention-impl {impl!r}: expected one of {', '.join(ATTENTION_IMPLS)}")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
@@ -106,6 +121,7 @@ class _PositionedAttention(nn.Module):
         self.positions = positions
         self.causal = causal
         self.memo = memo or PassMemo()
+        self.impl = impl
         input_dims = {"q": embed_dim, "k": kdim or embed_dim, "v": kdim or embed_dim}
         for name in self.projection_order:
             setattr(self, f"{name}_proj", nn.Linear(input_dims[name], embed_dim))
@@ -125,6 +141,11 @@ class _PositionedAttention(nn.Module):
     ) -> Tuple[Tensor, Optional[Tensor]]:  # B x H x Tq x dh each; out B x H x Tq x dh, weights B x H x Tq x Tk
         positions = self.positions
         mask = self._key_mask(span)
+        if self.impl == "flex" and positions is not None and not need_weights:
+            out = flex.attend(q, k, v, positions, span, mask)
+            if out is not None:
+                _record(self, lambda: "flex")
+                return out, None
         bias = positions.logit_bias(q, k, span) if positions is not None else None
         scale = positions.logit_scale(span) if positions is not None else None  # B|1 x H|1 x Tq x 1
         if scale is not None:
@@ -315,7 +336,8 @@ def recorded_kernels():
     """While open, each attention call appends ``(module, kernel)`` to the list it yields:
     the SDPA backend PyTorch's dispatcher chooses for the call's inputs
     (``flash_attention``, ``efficient_attention``, ``cudnn_attention``, ``math``; on a CPU,
-    ``flash_attention`` is its own fused kernel) or ``explicit`` (matmul and softmax).  For benchmarks and tests: nothing is recorded while it is closed."""
+    ``flash_attention`` is its own fused kernel), ``explicit`` (matmul and softmax) or
+    ``flex``.  For benchmarks and tests: nothing is recorded while it is closed."""
     global _kernel_log
     outer, _kernel_log = _kernel_log, []
     try:

@@ -49,11 +49,12 @@ class ResidualBlock(nn.Module):
 
 
 class RelPosEncoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo):
+    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo, attention_impl: str = "reference"):
         super().__init__()
         embed_dim = cfg.encoder.embed_dim
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo,
+            impl=attention_impl,
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
         self.ffn = FeedForward(embed_dim, cfg.encoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
@@ -68,17 +69,19 @@ class RelPosEncoderLayer(nn.Module):
 
 class RelPosDecoderLayer(nn.Module):
     def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo,
-                 cross_positions: Optional[AttentionScheme] = None, cross_memo: Optional[PassMemo] = None):
+                 cross_positions: Optional[AttentionScheme] = None, cross_memo: Optional[PassMemo] = None,
+                 attention_impl: str = "reference"):
         super().__init__()
         embed_dim = cfg.decoder.embed_dim
         normalize_before = cfg.decoder.normalize_before
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo,
+            impl=attention_impl,
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.encoder_attn = RelPosCrossAttention(
             embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, cross_positions,
-            memo=cross_memo, kdim=cfg.encoder.embed_dim,
+            memo=cross_memo, kdim=cfg.encoder.embed_dim, impl=attention_impl,
         )
         self.encoder_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.ffn = FeedForward(embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
