@@ -136,17 +136,17 @@ def test_padding_before_target_tokens_is_masked(arch, dictionary, monkeypatch):
 
 
 class TensorsOfSize(TorchDispatchMode):
-    """The storages of the tensors of a given size that operations write (views and in-place
-    results share theirs)."""
+    """The storages of the tensors of a given size (and dtype, if given) that operations
+    write (views and in-place results share theirs)."""
 
-    def __init__(self, numel):
+    def __init__(self, numel, dtype=None):
         super().__init__()
-        self.numel, self.storages = numel, set()
+        self.numel, self.dtype, self.storages = numel, dtype, set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, (tuple, list)) else [out]:
-            if isinstance(t, torch.Tensor) and t.numel() == self.numel:
+            if isinstance(t, torch.Tensor) and t.numel() == self.numel and self.dtype in (None, t.dtype):
                 self.storages.add(t.untyped_storage().data_ptr())
         return out
 
