@@ -173,7 +173,7 @@ class _PositionedAttention(nn.Module):
         if mask.blocked is not None:
             # after the scale: a factor of 0 (a single key, log 1) must not turn -inf into nan
             logits = logits.masked_fill_(mask.blocked, float("-inf"))
-        # a float32 softmax of half-precision logits: its output is the one float32 copy
+        # a float32 softmax of fp16 logits: on a GPU its output is the one float32 copy
         weights = torch.softmax(logits, dim=-1, dtype=torch.float32).to(logits.dtype)
         probs = F.dropout(weights, p=dropout, training=self.training)
         out = torch.matmul(probs, v)  # B x H x Tq x dh
