@@ -117,6 +117,22 @@ def test_decoder_self_attention_without_a_bias_runs_causal_kernels_unmasked(arch
     assert steps and all(not call["is_causal"] and call["attn_mask"] is None for call in steps)
 
 
+def test_sources_without_padding_need_no_mask(dictionary, monkeypatch):
+    """fairseq always hands over the encoder's padding mask; where it pads nothing,
+    encoder-decoder attention gets no mask, which FlashAttention takes."""
+    model = build_tiny_model("transformer_abs", dictionary)
+    spy = SdpaCalls(model, monkeypatch)
+    src = random_tokens(dictionary, [6, 6], left_pad=True)
+    prev = decoder_input(dictionary, random_tokens(dictionary, [5, 5], left_pad=False, seed=1))
+    with torch.no_grad():
+        model(src, None, prev)
+        encoder_out, state = encode(model, src), {}
+        for end in (1, 2):
+            model.decoder(prev[:, :end], encoder_out, incremental_state=state)
+    cross = spy.of("encoder_attn")
+    assert cross and all(call["attn_mask"] is None for call in cross)
+
+
 @pytest.mark.parametrize("arch", ["transformer_abs", "transformer_alibi", "transformer_rel", "transformer_rope"])
 def test_padding_before_target_tokens_is_masked(arch, dictionary, monkeypatch):
     """Left-padded decoder inputs (fairseq's --left-pad-target): causality no longer hides the

@@ -224,6 +224,8 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         source = encoder_out["encoder_out"][0] if encoder_out else None  # Ts x B x C
         source_padding = encoder_out["encoder_padding_mask"] if encoder_out else []
         source_padding_mask = source_padding[0] if source_padding else None
+        if source_padding_mask is not None and not source_padding_mask.any():
+            source_padding_mask = None  # no mask then: FlashAttention takes encoder-decoder attention
         self_attn_padding_mask = padding_mask if padding_mask.any() else None
         if alignment_layer is None:
             alignment_layer = len(self.layers) - 1
