@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from fairseq_relpos import ARCHITECTURES
 from fairseq_relpos.modules.attention import RelPosCrossAttention, RelPosSelfAttention, recorded_kernels
@@ -152,18 +153,20 @@ def test_padding_before_target_tokens_is_masked(arch, dictionary, monkeypatch):
 
 
 class TensorsOfSize(TorchDispatchMode):
-    """The storages of the tensors of a given size (and dtype, if given) that operations
-    write (views and in-place results share theirs)."""
+    """Counts the tensors of a given size (and dtype, if given) that operations write into
+    storage of their own (views and in-place results write into their input's)."""
 
     def __init__(self, numel, dtype=None):
         super().__init__()
-        self.numel, self.dtype, self.storages = numel, dtype, set()
+        self.numel, self.dtype, self.count = numel, dtype, 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0]
+                  if isinstance(t, torch.Tensor)}
         out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else [out]:
-            if isinstance(t, torch.Tensor) and t.numel() == self.numel and self.dtype in (None, t.dtype):
-                self.storages.add(t.untyped_storage().data_ptr())
+        self.count += sum(1 for t in tree_flatten(out)[0]
+                          if isinstance(t, torch.Tensor) and t.numel() == self.numel and self.dtype in (None, t.dtype)
+                          and t.untyped_storage().data_ptr() not in inputs)
         return out
 
 
@@ -182,7 +185,7 @@ def test_the_explicit_path_writes_the_logits_terms_into_one_tensor(spec, copies)
     padding[1, :4] = True  # padding before tokens: the mask is applied
     with torch.no_grad(), TensorsOfSize(numel=3 * 4 * 11 * 11) as counter:
         _, weights = attention(x, padding, need_weights=True)
-    assert len(counter.storages) == 2 + copies  # the logits, the softmax's output
+    assert counter.count == 2 + copies  # the logits, the softmax's output
     assert weights.isfinite().all()  # padded queries see the padding before them
 
 
