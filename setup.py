@@ -54,7 +54,7 @@ setup(
         "fairseq==0.12.2",
         "torch",
         # relpos_analysis uses sacrebleu's sentence-statistics internals and reproduces its TER
-        # search (relpos_analysis/ter.py): versions checked by tests/test_analysis.py
+        # search (relpos_analysis/ter.py): versions checked by tests/analysis/test_analysis.py
         "sacrebleu>=2,<2.7",
         "numba",
         "sentencepiece",

@@ -1,19 +1,26 @@
-"""Speed and memory of every architecture, relative to ``transformer_abs``.
+"""Speed and memory of every architecture, relative to ``transformer_abs``, and the attention
+kernel each of its layers ran.
 
     python -m fairseq_relpos.benchmark                      # every arch, Transformer-base layers
-    python -m fairseq_relpos.benchmark --archs transformer_abs,transformer_rope --device cuda
+    python -m fairseq_relpos.benchmark --device cuda --dtype fp16 --padding --lengths 50,100,200,400
 
 Training: forward + backward + an SGD step on a batch of ``--batch`` sentences of
-``--length`` tokens (SGD keeps no state, so that every model fits in memory at once; the
-optimizer's cost is the same for every arch).  Inference: fairseq's beam search
-(``--beam``) over the same sources.  Every model is built and warmed up first; then each of
-``--repeats`` rounds times every arch once, in a rotated order, so that drift of the
-machine hits all archs alike.  Each round gives a ratio to ``transformer_abs`` measured
-next to it; the table shows the median ratio and the spread (min–max) over the rounds.
-Peak memory is that of one training step: the CUDA allocator's peak on a GPU; on a CPU the
-peak growth of the resident set of a fresh process over its first training step
-(``--memory-probe``; Linux's VmHWM, reset before the step): activations and gradients.  Timings are measured here, never
-asserted in tests.
+``--length`` tokens (each of ``--lengths``), in ``--dtype`` (fp16: the model in half
+precision, as ``fairseq-train --fp16`` has it; SGD keeps no state, so that every model fits
+in memory at once, and the optimizer's cost is the same for every arch); with ``--padding``,
+sentences of ``length/2 … length`` tokens, sources padded on the left and targets on the
+right, as fairseq batches them.  Inference: fairseq's beam search (``--beam``) over the same
+sources, ``length`` tokens a hypothesis.  Every model is built and warmed up first; then
+each of ``--repeats`` rounds times every arch once, in a rotated order, so that drift of the
+machine hits all archs alike.  Each round gives a ratio of times to ``transformer_abs``
+measured next to it; the table shows the median ratio and the spread (min–max) over the
+rounds, and the median throughput: target tokens per second in training (fairseq's wps),
+sentences per second in beam search.  Peak memory is that of one training step: the CUDA
+allocator's peak on a GPU; on a CPU the peak growth of the resident set of a fresh process
+over its first training step (``--memory-probe``; Linux's VmHWM, reset before the step):
+activations and gradients.  The kernels are those each attention layer ran in one training
+step and one beam search (``modules/attention.py``'s ``recorded_kernels``).  Timings are
+measured here, never asserted in tests.
 """
 import argparse
 import json
@@ -21,14 +28,23 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 
 import torch
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
 from . import ARCHITECTURES, build_standalone_model, count_parameters
+from .models.relpos_transformer import flex_covers
+from .modules.attention import ATTENTION_IMPLS, recorded_kernels
 
 BASELINE = "transformer_abs"
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+#: the kernels' names in the tables
+KERNEL_NAMES = {"flash_attention": "flash", "efficient_attention": "efficient", "cudnn_attention": "cudnn"}
+#: attention layers by kind: (column, the end of the layer's module name)
+LAYER_KINDS = (("encoder self-attn", "encoder", "self_attn"), ("decoder self-attn", "decoder", "self_attn"),
+               ("enc-dec attn", "decoder", "encoder_attn"))
 
 
 def synchronize(device):
@@ -45,7 +61,8 @@ def seconds(step, device) -> float:
 
 
 class Workload:
-    """One arch's model with a training step and a beam search over fixed random batches."""
+    """One arch's model, with a training step and a beam search over fixed random batches of
+    each length."""
 
     def __init__(self, arch, options, device):
         dims = dict(
@@ -54,47 +71,84 @@ class Workload:
             encoder_ffn_embed_dim=4 * options.dim, decoder_ffn_embed_dim=4 * options.dim,
             encoder_attention_heads=options.heads, decoder_attention_heads=options.heads,
         )
+        self.attention_impl = options.attention_impl if flex_covers(arch) else "reference"
         torch.manual_seed(0)
         dictionary = Dictionary()
         for index in range(options.vocab - dictionary.nspecial):
             dictionary.add_symbol(f"w{index}")
-        self.model = build_standalone_model(arch, dictionary, **dims).to(device)
+        self.dictionary = dictionary
+        self.model = build_standalone_model(arch, dictionary, attention_impl=self.attention_impl, **dims)
+        self.model.to(device=device, dtype=DTYPES[options.dtype])
         self.parameters = count_parameters(self.model)
-        generator = torch.Generator().manual_seed(1)
-        shape = (options.batch, options.length)
-        self.src = torch.randint(dictionary.nspecial, len(dictionary), shape, generator=generator).to(device)
-        self.prev = torch.randint(dictionary.nspecial, len(dictionary), shape, generator=generator).to(device)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-6)
-        self.search = SequenceGenerator([self.model], dictionary, beam_size=options.beam,
-                                        max_len_a=0, max_len_b=options.length, min_len=options.length)
-        lengths = torch.full((options.batch,), options.length, device=device)
-        self.sample = {"net_input": {"src_tokens": self.src, "src_lengths": lengths}}
+        self.options, self.device = options, device
+        self.batches = {length: self._batch(length) for length in options.lengths}
 
-    def train_step(self):
+    def _batch(self, length):
+        """Sources, targets, decoder inputs and a beam search over ``length`` tokens."""
+        dictionary, options = self.dictionary, self.options
+        generator = torch.Generator().manual_seed(length)
+        shape = (options.batch, length)
+        words = {side: torch.randint(dictionary.nspecial, len(dictionary), shape, generator=generator)
+                 for side in ("src", "tgt")}
+        if options.padding:
+            lengths = {side: torch.randint(max(1, length // 2), length + 1, (options.batch,), generator=generator)
+                       for side in words}
+            columns = torch.arange(length)
+            src_padding = columns >= lengths["src"].unsqueeze(1)
+            words["src"] = words["src"].masked_fill(src_padding, dictionary.pad()).flip(1)  # padded on the left
+            words["tgt"] = words["tgt"].masked_fill(columns >= lengths["tgt"].unsqueeze(1), dictionary.pad())
+        src, tgt = words["src"].to(self.device), words["tgt"].to(self.device)
+        prev = torch.cat([torch.full_like(tgt[:, :1], dictionary.eos()), tgt[:, :-1]], dim=1)
+        prev = prev.masked_fill(tgt.eq(dictionary.pad()), dictionary.pad())
+        search = SequenceGenerator([self.model], dictionary, beam_size=options.beam, max_len_a=0, max_len_b=length,
+                                   min_len=length)
+        sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(dictionary.pad()).sum(1)}}
+        return dict(src=src, tgt=tgt, prev=prev, search=search, sample=sample,
+                    target_tokens=int(tgt.ne(dictionary.pad()).sum()))
+
+    def train_step(self, length):
+        batch = self.batches[length]
         self.model.train()
-        logits, _ = self.model(self.src, None, self.prev)
-        loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), self.prev)
+        logits, _ = self.model(batch["src"], None, batch["prev"])
+        loss = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), batch["tgt"],
+                                                 ignore_index=self.dictionary.pad())
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def decode(self):  # generate() runs under no_grad; train_step() left the model in train mode
+    def decode(self, length):  # generate() runs under no_grad; train_step() left the model in train mode
+        batch = self.batches[length]
         self.model.eval()
-        self.search.generate([self.model], self.sample)
+        batch["search"].generate([self.model], batch["sample"])
+
+    def kernels(self, length):
+        """Per kind of attention layer, the kernels its layers ran in one training step and
+        one beam search: {(column, "train" | "beam"): {kernel, …}}."""
+        names = {module: name for name, module in self.model.named_modules()}
+        used = defaultdict(set)
+        for phase, step in (("train", self.train_step), ("beam", self.decode)):
+            with recorded_kernels() as kernels:
+                step(length)
+            for module, kernel in kernels:
+                name = names[module]
+                for column, stack, layer in LAYER_KINDS:
+                    if name.startswith(stack) and name.endswith(layer):
+                        used[column, phase].add(KERNEL_NAMES.get(kernel, kernel))
+        return used
 
 
-def peak_training_memory(arch, options, device, argv) -> float:
+def peak_training_memory(workload, arch, length, options, device, argv) -> float:
     """MiB that one training step adds at its peak."""
     if device.type == "cuda":
-        workload = Workload(arch, options, device)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
-        workload.train_step()
+        workload.train_step(length)
         torch.cuda.synchronize()
         return (torch.cuda.max_memory_allocated() - before) / 2 ** 20
     probe = subprocess.run([sys.executable, "-m", "fairseq_relpos.benchmark", *argv, "--archs", arch,
-                            "--memory-probe"], capture_output=True, text=True, check=True)
+                            "--lengths", str(length), "--memory-probe"], capture_output=True, text=True, check=True)
     return json.loads(probe.stdout.strip().splitlines()[-1])["peak_mib"]
 
 
@@ -111,18 +165,18 @@ def memory_probe(arch, options):
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current resident set
     before = resident_mib("VmRSS")
-    workload.train_step()
+    workload.train_step(options.lengths[0])
     print(json.dumps({"peak_mib": resident_mib("VmHWM") - before}))
 
 
-def _without_archs(argv):
-    """The command line less its --archs, for the memory probe of one arch."""
+def _without(argv, options_with_values):
+    """The command line less the given options and their values, for the memory probe."""
     kept, skip_next = [], False
     for arg in argv:
-        if skip_next or arg.startswith("--archs="):
+        if skip_next or any(arg.startswith(option + "=") for option in options_with_values):
             skip_next = False
             continue
-        skip_next = arg == "--archs"
+        skip_next = arg in options_with_values
         if not skip_next:
             kept.append(arg)
     return kept
@@ -130,6 +184,16 @@ def _without_archs(argv):
 
 def spread(ratios):
     return f"{statistics.median(ratios):.3f}x ({min(ratios):.2f}–{max(ratios):.2f})"
+
+
+def lengths_option(text):
+    try:
+        lengths = [int(length) for length in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated token counts, got {text!r}") from None
+    if not lengths or min(lengths) < 2:
+        raise argparse.ArgumentTypeError(f"expected lengths of at least 2 tokens, got {text!r}")
+    return lengths
 
 
 def main(argv=None):
@@ -142,6 +206,14 @@ def main(argv=None):
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--batch", type=int, default=16, help="sentences per batch")
     parser.add_argument("--length", type=int, default=64, help="tokens per source and target")
+    parser.add_argument("--lengths", type=lengths_option,
+                        help="comma-separated lengths, each measured (a table each); instead of --length")
+    parser.add_argument("--padding", action="store_true",
+                        help="sentences of length/2 … length tokens in a batch, padded as fairseq pads them")
+    parser.add_argument("--dtype", choices=DTYPES, default="fp32",
+                        help="the models' precision (fp16: as fairseq-train --fp16 has them)")
+    parser.add_argument("--attention-impl", choices=ATTENTION_IMPLS, default="reference",
+                        help="flex for every arch it covers (the others: reference)")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds over all archs")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
@@ -149,43 +221,63 @@ def main(argv=None):
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     argv = sys.argv[1:] if argv is None else argv
     options = parser.parse_args(argv)
+    options.lengths = options.lengths or [options.length]
     archs = list(dict.fromkeys([BASELINE] + options.archs.split(",")))
     unknown = sorted(set(archs) - set(ARCHITECTURES))
     if unknown:
         parser.error(f"--archs: unknown architecture(s) {', '.join(unknown)}; expected some of "
                      f"{', '.join(ARCHITECTURES)}")
+    device = torch.device(options.device)
+    if options.attention_impl == "flex" and device.type != "cuda":
+        parser.error("--attention-impl flex: expected --device cuda (FlexAttention has no backward pass on the CPU)")
     if options.memory_probe:
         return memory_probe(archs[-1], options)
-    device = torch.device(options.device)
-    shared_argv = _without_archs(argv)
+    probe_argv = _without(argv, ("--archs", "--lengths", "--length"))
 
     workloads = {arch: Workload(arch, options, device) for arch in archs}
-    for workload in workloads.values():  # warm-up
-        workload.train_step()
-        workload.decode()
-    times = {arch: {"train": [], "decode": []} for arch in archs}
-    for round_index in range(options.repeats):
-        order = archs[round_index % len(archs):] + archs[:round_index % len(archs)]
-        for arch in order:
-            times[arch]["train"].append(seconds(workloads[arch].train_step, device))
-            times[arch]["decode"].append(seconds(workloads[arch].decode, device))
-        print(f"round {round_index + 1}/{options.repeats} done", file=sys.stderr)
-    memory = {} if options.no_memory else {
-        arch: peak_training_memory(arch, options, device, shared_argv) for arch in archs}
-
+    for workload in workloads.values():  # warm-up (and FlexAttention's compilation)
+        for length in options.lengths:
+            workload.train_step(length)
+            workload.decode(length)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"{name}; {options.layers}+{options.layers} layers, d {options.dim}, {options.heads} heads, "
-          f"vocab {options.vocab}, batch {options.batch}x{options.length} tokens, beam {options.beam}, "
-          f"{options.repeats} interleaved rounds; ratio to {BASELINE}: median (min–max over rounds)")
-    print("| arch | parameters | train step (s) | train vs abs | beam search (s) | beam vs abs | peak train MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    for length in options.lengths:
+        times = {arch: {"train": [], "decode": []} for arch in archs}
+        for round_index in range(options.repeats):
+            order = archs[round_index % len(archs):] + archs[:round_index % len(archs)]
+            for arch in order:
+                times[arch]["train"].append(seconds(lambda: workloads[arch].train_step(length), device))
+                times[arch]["decode"].append(seconds(lambda: workloads[arch].decode(length), device))
+            print(f"length {length}: round {round_index + 1}/{options.repeats} done", file=sys.stderr)
+        memory = {} if options.no_memory else {
+            arch: peak_training_memory(workloads[arch], arch, length, options, device, probe_argv) for arch in archs}
+        kernels = {arch: workloads[arch].kernels(length) for arch in archs}
+        print_tables(name, options, length, archs, workloads, times, memory, kernels)
+
+
+def print_tables(name, options, length, archs, workloads, times, memory, kernels):
+    print(f"\n{name}; {options.layers}+{options.layers} layers, d {options.dim}, {options.heads} heads, "
+          f"vocab {options.vocab}, {options.dtype}, batch {options.batch}x{length} tokens"
+          f"{' (padded: length/2 … length)' if options.padding else ''}, beam {options.beam}, "
+          f"{options.repeats} interleaved rounds; time ratio to {BASELINE}: median (min–max over rounds)")
+    print("| arch | attention | parameters | train tokens/s | train time vs abs | beam sentences/s "
+          "| beam time vs abs | peak train MiB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for arch in archs:
-        row = [arch, f"{workloads[arch].parameters:,}"]
-        for kind in ("train", "decode"):
+        workload = workloads[arch]
+        batch = workload.batches[length]
+        row = [arch, workload.attention_impl, f"{workload.parameters:,}"]
+        for kind, done in (("train", batch["target_tokens"]), ("decode", options.batch)):
             ratios = [mine / base for mine, base in zip(times[arch][kind], times[BASELINE][kind])]
-            row += [f"{statistics.median(times[arch][kind]):.3f}", spread(ratios)]
+            row += [f"{done / statistics.median(times[arch][kind]):,.0f}", spread(ratios)]
         row.append(f"{memory[arch]:.0f}" if arch in memory else "-")
         print("| " + " | ".join(row) + " |")
+    print(f"\nKernels each kind of attention layer ran (length {length}; training step / beam search):")
+    print("| arch | " + " | ".join(column for column, _, _ in LAYER_KINDS) + " |")
+    print("|---|" + "---|" * len(LAYER_KINDS))
+    for arch in archs:
+        cells = [" / ".join("+".join(sorted(kernels[arch][column, phase])) or "-" for phase in ("train", "beam"))
+                 for column, _, _ in LAYER_KINDS]
+        print(f"| {arch} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ search around a beam-limited edit distance, written in pure Python: a few millis
 sentence, which made it nine tenths of a length report's time.  This module follows it
 step by step, with the same beam, the same limits, the same order of trying shifts and the
 same tie-breaking, on integer word ids, compiled with numba.  Its edit counts are
-sacrebleu's, sentence by sentence (tests/test_analysis.py checks every sentence of several
+sacrebleu's, sentence by sentence (tests/analysis/test_analysis.py checks every sentence of several
 WMT21 systems and random edge cases against sacrebleu itself), at a fraction of the cost.
 
 The one liberty taken is sacrebleu's row cache: a shifted hypothesis is scored from the

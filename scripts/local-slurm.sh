@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a one-node SLURM cluster on this machine, as a laptop or a CI job would have one to
-# try the recipes' --launcher slurm (and as tests/test_slurm.py does).
+# try the recipes' --launcher slurm (and as tests/cluster/test_slurm.py does).
 #
 # Usage: bash scripts/local-slurm.sh [start|stop|status]
 #

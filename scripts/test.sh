@@ -2,7 +2,7 @@
 # Runs the test suite (sets up the environment first, see scripts/lib/env.sh).
 #   bash scripts/test.sh                 all tests, on as many workers as cores (pytest-xdist)
 #   bash scripts/test.sh -m "not slow"   skip the ones that drive the fairseq command-line tools
-#   bash scripts/test.sh tests/test_x.py -k name -n 0   any pytest arguments (-n 0: one process)
+#   bash scripts/test.sh tests/plugin/test_schemes.py -k name -n 0   any pytest arguments (-n 0: one process)
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'

@@ -10,6 +10,7 @@ from fairseq.modules import FairseqDropout, LayerDropModuleList, LayerNorm
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor, nn
 
+from ..modules import flex
 from ..modules.layers import RelPosDecoderLayer, RelPosEncoderLayer
 from ..positions import PositionSpec
 from ..positions.base import IncrementalState, PassMemo, Positions, StackContext
@@ -95,6 +96,11 @@ class _PositionedStack:
     def max_positions(self):
         return self._max_positions
 
+    def _check_attention_impl(self, tokens: Tensor):
+        """Refuses, before any work, a pass FlexAttention cannot run (gradients on the CPU)."""
+        if self.attention_impl == "flex":
+            flex.refuse_gradients_on_cpu(tokens.device)
+
     def _positions(self, padding_mask: Tensor, start: int, incremental_state: IncrementalState) -> Positions:
         """Where the tokens ``0 … start+T-1`` of this call sit (``padding_mask``: B x T, the
         new ones): drawn in a training pass where the spec has training positions, counted
@@ -106,10 +112,12 @@ class _PositionedStack:
 
 
 class RelPosEncoder(_PositionedStack, FairseqEncoder):
-    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, attention_impl: str = "reference"):
         super().__init__(dictionary)
+        self.attention_impl = attention_impl
         self._build_stack(cfg, cfg.encoder, spec, cfg.max_source_positions, embed_tokens, causal=False,
-                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, self.position_memo))
+                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, self.position_memo,
+                                                                                 attention_impl))
 
     def forward(
         self,
@@ -118,6 +126,7 @@ class RelPosEncoder(_PositionedStack, FairseqEncoder):
         return_all_hiddens: bool = False,
         token_embeddings: Optional[Tensor] = None,
     ) -> Dict[str, List[Tensor]]:
+        self._check_attention_impl(src_tokens)
         padding_mask = src_tokens.eq(self.front_end.padding_idx)  # B x T
         positions = self._positions(padding_mask, 0, None)
         x, embedded = self.front_end(src_tokens, padding_mask, positions.rows())
@@ -152,8 +161,10 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
     many tokens it has already processed and runs only the new ones.
     """
 
-    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, cross_spec: PositionSpec = PositionSpec(())):
+    def __init__(self, cfg, spec: PositionSpec, dictionary, embed_tokens, cross_spec: PositionSpec = PositionSpec(()),
+                 attention_impl: str = "reference"):
         super().__init__(dictionary)
+        self.attention_impl = attention_impl
         cross_context = StackContext(
             embed_dim=cfg.decoder.embed_dim,
             num_heads=cfg.decoder.attention_heads,
@@ -166,7 +177,8 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         self.cross_memo = PassMemo()  # what the encoder-decoder attention of the layers shares
 
         def make_layer(index, positions):
-            return RelPosDecoderLayer(cfg, positions, self.position_memo, cross_schemes[index], self.cross_memo)
+            return RelPosDecoderLayer(cfg, positions, self.position_memo, cross_schemes[index], self.cross_memo,
+                                      attention_impl)
 
         self._build_stack(cfg, cfg.decoder, spec, cfg.max_target_positions, embed_tokens, causal=True,
                           make_layer=make_layer, final_norm=not cfg.no_decoder_final_norm)
@@ -206,6 +218,7 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         alignment_heads: Optional[int] = None,
         **unused,
     ):
+        self._check_attention_impl(prev_output_tokens)
         start = self._steps_done(incremental_state)
         tokens = prev_output_tokens[:, start:]  # B x Tnew
         if incremental_state is not None:
@@ -218,6 +231,8 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
         source = encoder_out["encoder_out"][0] if encoder_out else None  # Ts x B x C
         source_padding = encoder_out["encoder_padding_mask"] if encoder_out else []
         source_padding_mask = source_padding[0] if source_padding else None
+        if source_padding_mask is not None and not source_padding_mask.any():
+            source_padding_mask = None  # no mask then: FlashAttention takes encoder-decoder attention
         self_attn_padding_mask = padding_mask if padding_mask.any() else None
         if alignment_layer is None:
             alignment_layer = len(self.layers) - 1

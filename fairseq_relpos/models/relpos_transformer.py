@@ -9,6 +9,8 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
+from ..modules.attention import ATTENTION_IMPLS
+from ..modules.flex import check_flex, covered_schemes, uncovered
 from ..positions import SCHEMES, PositionSpec, settings_help
 from .encoder_decoder import UNBOUNDED_POSITIONS, RelPosDecoder, RelPosEncoder
 
@@ -16,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 #: stock transformer options this model does not implement, with what to use instead; a
 #: value other than fairseq's default is refused (every other option of fairseq's
-#: transformer is honoured, which tests/test_model_options.py checks option by option)
+#: transformer is honoured, which tests/plugin/test_model_options.py checks option by option)
 UNSUPPORTED_OPTIONS = {
     "encoder_learned_pos": "--encoder-pos abs_learned",
     "decoder_learned_pos": "--decoder-pos abs_learned",
@@ -109,6 +111,12 @@ class RelPosTransformerModel(TransformerModel):
             help="clipping distance k of the shaw schemes where the spec does not set it "
                  "(shaw:k=K does the same); default 16",
         )
+        group.add_argument(
+            "--attention-impl", choices=ATTENTION_IMPLS,
+            help="reference (default): F.scaled_dot_product_attention, or the explicit softmax where a scheme "
+                 "needs it; flex: FlexAttention computes the position terms inside its kernel (compiled on "
+                 f"CUDA; on the CPU for inference only), for {', '.join(covered_schemes())}",
+        )
 
     @classmethod
     def build_model(cls, args, task):
@@ -117,6 +125,9 @@ class RelPosTransformerModel(TransformerModel):
         _reject_unsupported(args)
         encoder_spec, decoder_spec = position_specs(args)
         cross_spec = PositionSpec.parse_across(args.cross_pos)
+        if args.attention_impl == "flex":
+            check_flex({"--encoder-pos": encoder_spec, "--decoder-pos": decoder_spec, "--cross-pos": cross_spec},
+                       args.attention_dropout)
         cfg = TransformerConfig.from_namespace(args)
 
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
@@ -131,8 +142,8 @@ class RelPosTransformerModel(TransformerModel):
         else:
             decoder_embed = cls.build_embedding(args, tgt_dict, cfg.decoder.embed_dim)
 
-        encoder = RelPosEncoder(cfg, encoder_spec, src_dict, encoder_embed)
-        decoder = RelPosDecoder(cfg, decoder_spec, tgt_dict, decoder_embed, cross_spec)
+        encoder = RelPosEncoder(cfg, encoder_spec, src_dict, encoder_embed, args.attention_impl)
+        decoder = RelPosDecoder(cfg, decoder_spec, tgt_dict, decoder_embed, cross_spec, args.attention_impl)
         model = cls(args, encoder, decoder)
         logger.info(
             "relpos_transformer: encoder %s, decoder %s%s, %s parameters%s",
@@ -292,6 +303,7 @@ def relpos_base_architecture(args):
     _default(args, "encoder_pos", "shaw")
     _default(args, "decoder_pos", args.encoder_pos)
     _default(args, "cross_pos", "none")
+    _default(args, "attention_impl", "reference")
     _default(args, "max_source_positions", 1024)
     _default(args, "max_target_positions", 1024)
     base_architecture(args)
@@ -341,6 +353,12 @@ ARCHITECTURES = {
 }
 #: the architectures with positions in encoder-decoder attention: arch -> --cross-pos spec
 CROSS_ARCHITECTURES = {"transformer_alibi_cross": "alibi"}
+
+
+def flex_covers(arch: str) -> bool:
+    """Whether ``--attention-impl flex`` covers every attention scheme of ``arch``."""
+    return not any(uncovered(PositionSpec.parse(spec)) for spec in (ARCHITECTURES[arch],
+                                                                       CROSS_ARCHITECTURES.get(arch, "none")))
 
 
 def _preset(spec, cross_spec):

@@ -1,26 +1,101 @@
 """The attention module every position scheme plugs into: self-attention, and
-encoder-decoder attention where ``--cross-pos`` gives it position schemes."""
+encoder-decoder attention (with position schemes where ``--cross-pos`` gives it some).
+
+Which kernel a call reaches (docs/performance.md): ``F.scaled_dot_product_attention`` when
+the schemes only rotate, bias or scale the logits and no weights are asked for, given what
+CUDA's fused kernels take (no mask at all for the causal self-attention of a full decoder
+pass, which ``is_causal`` says; a boolean key mask for padding, built once per pass; a bias
+contiguous in the keys); the explicit softmax for logit transforms, value terms and
+weights; with ``--attention-impl flex``, a FlexAttention kernel that computes the covered
+schemes' terms itself (``modules/flex.py``).
+"""
+import functools
 import math
-from typing import Dict, Optional, Tuple
+from contextlib import contextmanager
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend
 
 from ..positions.base import AttentionScheme, AttentionSpan, IncrementalState, PassMemo, Positions
+from . import flex
+
+#: ``--attention-impl``: the reference path (SDPA, the explicit softmax), or FlexAttention
+#: for the schemes it covers
+ATTENTION_IMPLS = ("reference", "flex")
+
+
+class KeyMask:
+    """Which keys each query of a call may attend to; built once per pass, shared by its layers.
+
+    Causal attention blocks the keys after each query, and padding the padded keys of real
+    queries.  A padded query of causal attention sees the keys up to it, padding included
+    (so that it never sees none, which would give nan): its output is finite and never read
+    (the loss ignores padding, and no real query sees it).  Over right-padded rows
+    (fairseq's targets) every key a real query may see is real, so padding needs no mask:
+    the causal self-attention of a full decoder pass then needs none at all, only SDPA's
+    ``is_causal``."""
+
+    def __init__(self, span: AttentionSpan):
+        padding = span.key_padding_mask  # B x Tk, True at padding
+        if padding is not None:
+            padding = padding.to(torch.bool)
+            if span.causal and not _pads_before_tokens(padding):
+                padding = None
+        self.padding = padding
+        # query i sits at key causal_offset + i; a single query is the last one: it sees every key
+        self.causal_offset = span.q_start if span.causal and span.q_len > 1 else None
+        self.causal = span.causal
+        self.q_start, self.q_len, self.k_len, self.device = span.q_start, span.q_len, span.k_len, span.device
+        # causal from query 0 is square (self-attention: k_len = q_start + q_len)
+        self.is_causal = self.causal_offset == 0 and padding is None
+
+    @functools.cached_property
+    def blocked(self) -> Optional[Tensor]:  # B|1 x 1 x Tq x Tk, True where a query may not look; None: nowhere
+        blocked = None
+        if self.causal_offset is not None:
+            queries = torch.arange(self.causal_offset, self.causal_offset + self.q_len, device=self.device)
+            blocked = (torch.arange(self.k_len, device=self.device) > queries.unsqueeze(1))[None, None]
+        if self.padding is not None:
+            padding = self.padding[:, None, None, :]  # B x 1 x 1 x Tk
+            if self.causal:  # only real queries: the call's queries are its last keys
+                padding = padding & ~self.padding[:, self.q_start:, None].unsqueeze(1)  # B x 1 x Tq x Tk
+            blocked = padding if blocked is None else blocked | padding
+        return blocked
+
+    @functools.cached_property
+    def sdpa_mask(self) -> Optional[Tensor]:
+        """SDPA's ``attn_mask`` where there is no bias: none where ``is_causal`` says it all,
+        else the keys each query may look at (boolean, ``B|1 x 1 x Tq|1 x Tk``)."""
+        return None if self.is_causal or self.blocked is None else ~self.blocked
+
+    @functools.cached_property
+    def block_mask(self):
+        """The mask as FlexAttention's ``BlockMask`` (``--attention-impl flex``); None: nothing blocked."""
+        return flex.block_mask(self.padding, self.causal, self.causal_offset, self.q_start, self.q_len, self.k_len,
+                               self.device)
+
+
+def _pads_before_tokens(padding: Tensor) -> bool:
+    """Whether a row of the ``B x T`` padding mask (boolean) has padding before a real token."""
+    return bool((padding[:, :-1] & ~padding[:, 1:]).any())
 
 
 class _PositionedAttention(nn.Module):
     """Multi-head attention with an optional :class:`AttentionScheme` (one scheme, or a
     chain of several); the module itself knows no scheme.
 
-    When the scheme only rotates, biases or scales the logits (or there is none) and no
-    weights are asked for, attention runs in ``F.scaled_dot_product_attention`` with the bias
-    as a float mask (a scale multiplies the queries and the bias); a logit transform or a
-    value term needs the explicit softmax.  ``memo`` is the stack's :class:`PassMemo`,
-    through which layers share position terms.
+    A scale per query (``logit_scale``) multiplies the queries and the bias on the SDPA path;
+    ``memo`` is the stack's :class:`PassMemo`, through which layers share position terms and
+    the key mask.
     """
+
+    #: the order in which the projections are created and initialised (it decides what a
+    #: seed gives them)
+    projection_order = ("q", "k", "v")
 
     def __init__(
         self,
@@ -31,10 +106,13 @@ class _PositionedAttention(nn.Module):
         causal: bool = False,
         memo: Optional[PassMemo] = None,
         kdim: Optional[int] = None,  # width of the keys' and values' input; default embed_dim
+        impl: str = "reference",  # --attention-impl
     ):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        if impl not in ATTENTION_IMPLS:
+            raise ValueError(f"--attention-impl {impl!r}: expected one of {', '.join(ATTENTION_IMPLS)}")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
@@ -43,18 +121,18 @@ class _PositionedAttention(nn.Module):
         self.positions = positions
         self.causal = causal
         self.memo = memo or PassMemo()
-        kdim = kdim or embed_dim
-        self.q_proj = nn.Linear(embed_dim, embed_dim)
-        self.k_proj = nn.Linear(kdim, embed_dim)
-        self.v_proj = nn.Linear(kdim, embed_dim)
+        self.impl = impl
+        input_dims = {"q": embed_dim, "k": kdim or embed_dim, "v": kdim or embed_dim}
+        for name in self.projection_order:
+            setattr(self, f"{name}_proj", nn.Linear(input_dims[name], embed_dim))
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.reset_parameters()
 
     def reset_parameters(self):
         # as fairseq's MultiheadAttention: scaled when queries, keys and values have one width
         gain = 1 / math.sqrt(2) if self.k_proj.in_features == self.embed_dim else 1.0
-        for proj in (self.q_proj, self.k_proj, self.v_proj):
-            nn.init.xavier_uniform_(proj.weight, gain=gain)
+        for name in self.projection_order:
+            nn.init.xavier_uniform_(getattr(self, f"{name}_proj").weight, gain=gain)
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.constant_(self.out_proj.bias, 0.0)
 
@@ -62,32 +140,56 @@ class _PositionedAttention(nn.Module):
         self, q: Tensor, k: Tensor, v: Tensor, span: AttentionSpan, need_weights: bool
     ) -> Tuple[Tensor, Optional[Tensor]]:  # B x H x Tq x dh each; out B x H x Tq x dh, weights B x H x Tq x Tk
         positions = self.positions
+        mask = self._key_mask(span)
+        if self.impl == "flex" and positions is not None and not need_weights:
+            out = flex.attend(q, k, v, positions, span, mask)
+            if out is not None:
+                _record(self, lambda: "flex")
+                return out, None
         bias = positions.logit_bias(q, k, span) if positions is not None else None
         scale = positions.logit_scale(span) if positions is not None else None  # B|1 x H|1 x Tq x 1
         if scale is not None:
             scale = scale.to(q.dtype)
-        mask = self._additive_mask(span, q.dtype)  # B|1 x 1 x Tq x Tk, or None
         dropout = self.dropout if self.training else 0.0
 
         transforms_logits = positions is not None and positions.transforms_logits
         has_value_term = positions is not None and positions.has_value_term
         if not (need_weights or transforms_logits or has_value_term):
             # the kernel scales q·k by one number: a factor per query row goes into q
-            attn_mask = _plus(_scaled(bias, scale), mask)
-            out = F.scaled_dot_product_attention(_scaled(q, scale), k, v, attn_mask=attn_mask, dropout_p=dropout,
-                                                 scale=1.0)
-            return out, None
+            if bias is None:
+                attn_mask, is_causal = mask.sdpa_mask, mask.is_causal
+            else:
+                attn_mask, is_causal = _bias_mask(_scaled(bias, scale), mask.blocked), False
+            return self._sdpa(_scaled(q, scale), k, v, attn_mask, dropout, is_causal), None
+        _record(self, lambda: "explicit")
+        # every term below writes into this one tensor, and the softmax reads it in place
         logits = torch.matmul(q, k.transpose(-1, -2))  # B x H x Tq x Tk
         if transforms_logits:
             logits = positions.transform_logits(logits, q, k, span)
-        # the mask comes after the scale: a factor of 0 (a single key, log 1) must not turn -inf into nan
-        logits = _plus(_scaled(_plus(logits, bias), scale), mask)
-        weights = torch.softmax(logits.float(), dim=-1).type_as(logits)
+        if bias is not None:
+            logits = logits.add_(bias)
+        if scale is not None:
+            logits = logits * scale  # its gradient needs the logits before it: not in place
+        if mask.blocked is not None:
+            # after the scale: a factor of 0 (a single key, log 1) must not turn -inf into nan
+            logits = logits.masked_fill_(mask.blocked, float("-inf"))
+        # a float32 softmax of fp16 logits: on a GPU its output is the one float32 copy
+        weights = torch.softmax(logits, dim=-1, dtype=torch.float32).to(logits.dtype)
         probs = F.dropout(weights, p=dropout, training=self.training)
         out = torch.matmul(probs, v)  # B x H x Tq x dh
         if has_value_term:
             out = out + positions.value_term(probs, span)
         return out, weights
+
+    def _sdpa(self, q, k, v, attn_mask, dropout, is_causal) -> Tensor:
+        _record(self, lambda: sdpa_backend(q, k, v, attn_mask, dropout, is_causal))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout, is_causal=is_causal,
+                                              scale=1.0)
+
+    def _key_mask(self, span: AttentionSpan) -> KeyMask:
+        padding = span.key_padding_mask
+        # the memo holds the padding mask, so that no other tensor takes its id while the pass lasts
+        return span.once(("key mask", id(padding)), lambda: (padding, KeyMask(span)))[1]
 
     def _split_heads(self, x: Tensor) -> Tensor:
         length, bsz, _ = x.shape
@@ -96,17 +198,6 @@ class _PositionedAttention(nn.Module):
     def _merge_heads(self, out: Tensor) -> Tensor:  # B x H x Tq x dh
         bsz, _, length, _ = out.shape
         return self.out_proj(out.permute(2, 0, 1, 3).reshape(length, bsz, self.embed_dim))  # Tq x B x C
-
-    def _additive_mask(self, span: AttentionSpan, dtype) -> Optional[Tensor]:
-        blocked = None  # B|1 x 1 x Tq x Tk, True where a query may not look
-        if self.causal and span.q_len > 1:  # a single query is the last one: it sees every key
-            blocked = (span.distances(0, 1) > 0)[None, None]
-        if span.key_padding_mask is not None:
-            padding = span.key_padding_mask.to(torch.bool)[:, None, None, :]
-            blocked = padding if blocked is None else blocked | padding
-        if blocked is None:
-            return None
-        return torch.zeros(blocked.shape, dtype=dtype, device=span.device).masked_fill(blocked, float("-inf"))
 
     def _cache(self, incremental_state) -> Dict[str, Tensor]:
         if incremental_state is None:
@@ -180,13 +271,18 @@ class RelPosSelfAttention(_PositionedAttention):
 
 @with_incremental_state
 class RelPosCrossAttention(_PositionedAttention):
-    """Encoder-decoder attention with position schemes (``--cross-pos``), called as fairseq's
-    ``MultiheadAttention`` is for it; without such schemes the decoder keeps fairseq's own
-    module, which cannot take a bias per head and sentence.
+    """Encoder-decoder attention, called as fairseq's ``MultiheadAttention`` is for it, with
+    its parameters under its names (``q_proj``, ``k_proj``, ``v_proj``, ``out_proj``), so
+    that checkpoints of either load into the other, created and initialised in its order,
+    so that a seed gives the model it gave; position schemes where ``--cross-pos`` gives some.
+    fairseq's module takes its explicit path for encoder-decoder attention; this one reaches
+    SDPA's fused kernels as self-attention does.
 
     Queries are target tokens at ``0, 1, …`` (counting the steps of incremental decoding),
     keys the source tokens at their positions among the real tokens of their row.  The
     source's projected keys and values are computed once and cached while decoding."""
+
+    projection_order = ("k", "v", "q")
 
     def forward(
         self,
@@ -231,8 +327,52 @@ class RelPosCrossAttention(_PositionedAttention):
         return self._merge_heads(out), weights
 
 
-def _plus(x: Optional[Tensor], y: Optional[Tensor]) -> Optional[Tensor]:
-    return x if y is None else y if x is None else x + y
+# --- which kernel ran ------------------------------------------------------------------------
+_kernel_log: Optional[List[Tuple[nn.Module, str]]] = None
+
+
+@contextmanager
+def recorded_kernels():
+    """While open, each attention call appends ``(module, kernel)`` to the list it yields:
+    the SDPA backend PyTorch's dispatcher chooses for the call's inputs
+    (``flash_attention``, ``efficient_attention``, ``cudnn_attention``, ``math``; on a CPU,
+    ``flash_attention`` is its own fused kernel), ``explicit`` (matmul and softmax) or
+    ``flex``.  For benchmarks and tests: nothing is recorded while it is closed."""
+    global _kernel_log
+    outer, _kernel_log = _kernel_log, []
+    try:
+        yield _kernel_log
+    finally:
+        _kernel_log = outer
+
+
+def _record(module: nn.Module, kernel):  # kernel: a function naming it, called only while recording
+    if _kernel_log is not None:
+        _kernel_log.append((module, kernel()))
+
+
+def sdpa_backend(q, k, v, attn_mask, dropout, is_causal) -> str:
+    """The backend ``F.scaled_dot_product_attention`` takes for these inputs: the
+    dispatcher's own choice (``torch._fused_sdp_choice``)."""
+    choice = torch._fused_sdp_choice(q, k, v, attn_mask, dropout, is_causal, scale=1.0)
+    return SDPBackend(choice).name.lower()
+
+
+#: CUDA's memory-efficient kernel copies a mask whose rows do not start at multiples of this many elements
+MASK_ROW_ALIGNMENT = 8
+
+
+def _bias_mask(bias: Tensor, blocked: Optional[Tensor]) -> Tensor:  # B|1 x H|1 x Tq x Tk
+    """The bias with -inf where ``blocked``, written into rows that start at multiples of
+    :data:`MASK_ROW_ALIGNMENT` elements, so that the kernel does not copy it once more."""
+    keys = bias.size(-1)
+    if blocked is None:
+        if all(stride % MASK_ROW_ALIGNMENT == 0 for stride in bias.stride()[:-1]):
+            return bias
+    else:
+        bias = bias.expand(torch.broadcast_shapes(bias.shape, blocked.shape))
+    aligned = F.pad(bias, (0, -keys % MASK_ROW_ALIGNMENT))[..., :keys]
+    return aligned if blocked is None else aligned.masked_fill_(blocked, float("-inf"))
 
 
 def _scaled(x: Optional[Tensor], scale: Optional[Tensor]) -> Optional[Tensor]:

@@ -1,14 +1,15 @@
-"""Encoder and decoder layers around :class:`RelPosSelfAttention`.
+"""Encoder and decoder layers around :class:`RelPosSelfAttention` and
+:class:`RelPosCrossAttention`.
 
 Parameter names follow fairseq's Transformer layers (``self_attn``, ``encoder_attn``,
-``fc1``, ``fc2``, ``*_layer_norm``).  Encoder-decoder attention is fairseq's own
-``MultiheadAttention`` unless ``--cross-pos`` gives it position schemes
-(docs/positions.md).
+``fc1``, ``fc2``, ``*_layer_norm``); encoder-decoder attention holds fairseq's
+``MultiheadAttention``'s parameters under their names, with position schemes where
+``--cross-pos`` gives it some (docs/positions.md).
 """
 from typing import Callable, Optional
 
 from fairseq import utils
-from fairseq.modules import FairseqDropout, LayerNorm, MultiheadAttention
+from fairseq.modules import FairseqDropout, LayerNorm
 from torch import Tensor, nn
 
 from ..positions.base import AttentionScheme, IncrementalState, PassMemo, Positions
@@ -48,11 +49,12 @@ class ResidualBlock(nn.Module):
 
 
 class RelPosEncoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo):
+    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo, attention_impl: str = "reference"):
         super().__init__()
         embed_dim = cfg.encoder.embed_dim
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo,
+            impl=attention_impl,
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
         self.ffn = FeedForward(embed_dim, cfg.encoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
@@ -67,28 +69,20 @@ class RelPosEncoderLayer(nn.Module):
 
 class RelPosDecoderLayer(nn.Module):
     def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo,
-                 cross_positions: Optional[AttentionScheme] = None, cross_memo: Optional[PassMemo] = None):
+                 cross_positions: Optional[AttentionScheme] = None, cross_memo: Optional[PassMemo] = None,
+                 attention_impl: str = "reference"):
         super().__init__()
         embed_dim = cfg.decoder.embed_dim
         normalize_before = cfg.decoder.normalize_before
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo,
+            impl=attention_impl,
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
-        if cross_positions is None:
-            self.encoder_attn = MultiheadAttention(
-                embed_dim,
-                cfg.decoder.attention_heads,
-                kdim=cfg.encoder.embed_dim,
-                vdim=cfg.encoder.embed_dim,
-                dropout=cfg.attention_dropout,
-                encoder_decoder_attention=True,
-            )
-        else:
-            self.encoder_attn = RelPosCrossAttention(
-                embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, cross_positions,
-                memo=cross_memo, kdim=cfg.encoder.embed_dim,
-            )
+        self.encoder_attn = RelPosCrossAttention(
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, cross_positions,
+            memo=cross_memo, kdim=cfg.encoder.embed_dim, impl=attention_impl,
+        )
         self.encoder_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.ffn = FeedForward(embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
         self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)

@@ -15,6 +15,7 @@ each with optional settings: ``abs+shaw:k=8``, ``rope+alibi``, ``t5:buckets=32,m
 ``abs+rand:max=1024``.
 """
 import dataclasses
+import functools
 import importlib
 import math
 import operator
@@ -24,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from torch import nn
 
-from .base import (AttentionScheme, AttentionSpan, InputScheme, PositionScheme, Positions, StackContext,
+from .base import (AttentionScheme, AttentionSpan, InputScheme, PositionScheme, Positions, ScoreTerm, StackContext,
                    TrainingPositions, spec_text)
 
 SCHEMES: Dict[str, type] = {}
@@ -73,6 +74,7 @@ class SchemeChain(AttentionScheme):
         self.schemes = nn.ModuleDict(schemes)
         self.transforms_logits = any(s.transforms_logits for s in self.schemes.values())
         self.has_value_term = any(s.has_value_term for s in self.schemes.values())
+        self.flex_covered = all(s.flex_covered for s in self.schemes.values())
 
     def max_positions(self) -> Optional[int]:
         limits = [scheme.max_positions() for scheme in self.schemes.values()]
@@ -97,6 +99,12 @@ class SchemeChain(AttentionScheme):
     def value_term(self, probs, span):
         return _sum(scheme.value_term(probs, span) for scheme in self.schemes.values())
 
+    def flex_bias(self, q, k, span):
+        return _combined_terms([scheme.flex_bias(q, k, span) for scheme in self.schemes.values()], operator.add)
+
+    def flex_factor(self, span):
+        return _combined_terms([scheme.flex_factor(span) for scheme in self.schemes.values()], operator.mul)
+
     def extra_repr(self) -> str:
         return ""
 
@@ -107,6 +115,14 @@ def _sum(terms):
 
 def _product(factors):
     return _combine(factors, operator.mul)
+
+
+def _combined_terms(terms: List[Optional[ScoreTerm]], combine) -> Optional[ScoreTerm]:
+    """The kernel terms of several schemes as one (their sum or product)."""
+    terms = [term for term in terms if term is not None]
+    if len(terms) <= 1:
+        return terms[0] if terms else None
+    return lambda b, h, q_idx, kv_idx: functools.reduce(combine, (term(b, h, q_idx, kv_idx) for term in terms))
 
 
 def _combine(terms, combine):

@@ -47,6 +47,7 @@ class ALiBi(AttentionScheme):
     built once per pass."""
 
     applies_across = True
+    flex_covered = True
 
     @dataclass(frozen=True)
     class Settings:
@@ -89,3 +90,11 @@ class ALiBi(AttentionScheme):
 
         # fixed slopes make the same bias in every layer; trained ones are the layer's own
         return span.once(id(self) if self.trainable else self.name, build).to(q.dtype)
+
+    def flex_bias(self, q, k, span):
+        distance = span.flex_relative_positions()
+        slopes = self.slopes.abs().view(-1)  # H
+        if self.offsets is None:
+            return lambda b, h, q_idx, kv_idx: -slopes[h] * distance(b, q_idx, kv_idx).abs()
+        offsets = self.offsets.view(-1)  # H
+        return lambda b, h, q_idx, kv_idx: -slopes[h] * (distance(b, q_idx, kv_idx) + offsets[h]).abs()

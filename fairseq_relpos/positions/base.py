@@ -22,6 +22,10 @@ equation and which points it uses):
   5. :meth:`~AttentionScheme.value_term`: add to the output through the attention
      probabilities (``shaw``'s ``a^V``).
 
+  With ``--attention-impl flex`` a scheme that says so (``flex_covered``) gives its bias and
+  its factor of the logits as functions of the kernel's indices instead
+  (:meth:`~AttentionScheme.flex_bias`, :meth:`~AttentionScheme.flex_factor`).
+
 Positions are an explicit input (:class:`Positions`), the same for every scheme of a stack:
 input schemes read each token's position, attention schemes read them through the
 :class:`AttentionSpan` of a call (its distances, its positions).  A scheme declares its
@@ -40,6 +44,11 @@ import torch
 from torch import Tensor, nn
 
 IncrementalState = Optional[Dict[str, Dict[str, Optional[Tensor]]]]
+#: a term of one (query, key) pair inside a FlexAttention kernel, from the kernel's batch,
+#: query and key indices (0-d int tensors)
+PairTerm = Callable[[Tensor, Tensor, Tensor], Tensor]
+#: the same with the head index: (batch, head, query, key) -> the term of that logit
+ScoreTerm = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +196,38 @@ class AttentionSpan:
 
         return self.once(("distances", lowest, highest), build)
 
+    def flex_relative_positions(self) -> PairTerm:
+        """What :meth:`relative_positions` is inside a FlexAttention kernel: ``p_j - p_i`` from
+        the kernel's (batch, query, key) indices.  Positions are read from tensors, never held
+        as Python numbers, so that one compiled kernel serves calls of every length."""
+        key_positions, query_positions = self.keys.columns, self.queries.columns  # Tk, Tq
+        if self.queries.row_shift is self.keys.row_shift:
+            return lambda b, q_idx, kv_idx: key_positions[kv_idx] - query_positions[q_idx]
+        row_shift = _row_shift(self.keys) - _row_shift(self.queries)  # B: target queries, left-padded sources
+        return lambda b, q_idx, kv_idx: key_positions[kv_idx] - query_positions[q_idx] + row_shift[b]
+
+    def flex_distances(self, lowest: int, highest: int) -> PairTerm:
+        """What :meth:`distances` is inside a FlexAttention kernel: ``clip(p_j - p_i, lowest,
+        highest) - lowest``, a row of a table of the distances ``lowest … highest``.  The kernel
+        also reads pairs it then masks (in a block that is partly masked), whose distances may
+        lie beyond the call's: the clip keeps every read within the table."""
+        self._require_shared_rows("flex_distances")
+        distance = self.flex_relative_positions()
+        bounds = self._flex_constant(lowest, highest)
+        return lambda b, q_idx, kv_idx: distance(b, q_idx, kv_idx).clamp(bounds[0], bounds[1]) - bounds[0]
+
+    def flex_absolute_distances(self, highest: int) -> PairTerm:
+        """``min(|p_j - p_i|, highest)`` inside a FlexAttention kernel: a row of a table of the
+        distances ``0 … highest`` (clipped as :meth:`flex_distances` clips)."""
+        distance = self.flex_relative_positions()
+        bound = self._flex_constant(highest)
+        return lambda b, q_idx, kv_idx: distance(b, q_idx, kv_idx).abs().clamp(max=bound[0])
+
+    def _flex_constant(self, *values: int) -> Tensor:
+        """``values`` as a tensor on the device, once per pass: a kernel compiled for one call
+        then serves calls whose bounds differ."""
+        return self.once(("flex constant", values), lambda: torch.tensor(values, device=self.device))
+
     def distance_range(self) -> Tuple[int, int]:
         """The lowest and the highest ``p_j - p_i`` of any (query, key) pair a query may
         attend to (causal attention: no positive distance)."""
@@ -226,6 +267,11 @@ class AttentionSpan:
         if self.queries.row_shift is not self.keys.row_shift:
             raise ValueError(f"AttentionSpan.{what}: queries and keys of this call are positions in different "
                              "sequences, whose distances differ by row; read relative_positions()")
+
+
+def _row_shift(positions: Positions):
+    """Each row's shift (B), or 0 where the rows share their positions."""
+    return 0 if positions.row_shift is None else positions.row_shift.view(-1)
 
 
 class PositionScheme(nn.Module):
@@ -305,6 +351,9 @@ class AttentionScheme(PositionScheme):
     #: whether the scheme serves encoder-decoder attention (``--cross-pos``): it reads the
     #: span's positions or counts its keys, never distances within one sequence
     applies_across = False
+    #: whether ``--attention-impl flex`` covers the scheme: its logit terms, if it has any, are
+    #: computed inside the FlexAttention kernel (:meth:`flex_bias`, :meth:`flex_factor`)
+    flex_covered = False
 
     @classmethod
     def build_layers(cls, settings, context: StackContext) -> List["AttentionScheme"]:
@@ -332,6 +381,16 @@ class AttentionScheme(PositionScheme):
     def value_term(
         self, probs: Tensor, span: AttentionSpan  # B x H x Tq x Tk, after dropout
     ) -> Optional[Tensor]:  # B x H x Tq x dh, added to probs @ V
+        return None
+
+    def flex_bias(self, q: Tensor, k: Tensor, span: AttentionSpan) -> Optional[ScoreTerm]:
+        """:meth:`logit_bias` inside a FlexAttention kernel: the bias of one logit from the
+        kernel's indices, reading tensors computed here (per distance, per head)."""
+        return None
+
+    def flex_factor(self, span: AttentionSpan) -> Optional[ScoreTerm]:
+        """Inside a FlexAttention kernel, the factor by which :meth:`transform_logits`
+        multiplies the content logit, where the transform is one (``huang1``, ``huang2``)."""
         return None
 
 
@@ -362,13 +421,32 @@ def check_reach(scheme: PositionScheme, reach: int, setting: str) -> None:
         )
 
 
+def reached_range(span: "AttentionSpan", lowest: int, highest: int) -> Tuple[int, int]:
+    """For a table whose rows hold the distances ``lowest … highest`` (clipped beyond): the
+    first and the last distance of it this call reaches."""
+    first, last = span.distance_range()
+    return max(lowest, first), min(highest, last)
+
+
 def reached_rows(span: "AttentionSpan", lowest: int, highest: int) -> Tuple[slice, Tensor]:
     """For a table whose rows hold the distances ``lowest … highest`` (clipped beyond): the
     rows this call reaches, and every (query, key) pair's row among them (``Tq x Tk``), so
     that products with the table cost what the input needs, not what the table holds."""
-    first, last = span.distance_range()
-    first, last = max(lowest, first), min(highest, last)
+    first, last = reached_range(span, lowest, highest)
     return slice(first - lowest, last - lowest + 1), span.distances(first, last)
+
+
+def flex_reached_rows(span: "AttentionSpan", lowest: int, highest: int) -> Tuple[slice, PairTerm]:
+    """:func:`reached_rows` for a FlexAttention kernel: the rows, and each pair's row among
+    them from the kernel's indices."""
+    first, last = reached_range(span, lowest, highest)
+    return slice(first - lowest, last - lowest + 1), span.flex_distances(first, last)
+
+
+def head_rows(table: Tensor, num_heads: int) -> Tensor:
+    """A ``H|1 x R`` table as ``H x R``, contiguous (a table shared by the heads repeated):
+    what a FlexAttention kernel indexes by head."""
+    return table.expand(num_heads, -1).contiguous()
 
 
 def xavier_per_head(table: Tensor) -> Tensor:
@@ -443,15 +521,28 @@ class DistanceTableScheme(AttentionScheme):
         """The table rows this call needs, and every (query, key) pair's row among them
         (a ``Tq x Tk`` index): products with the table then cost what the input needs, not
         what the table holds."""
+        reach = self._checked_reach(span)
+        if self.unsigned:
+            index = span.once(("unsigned", reach), lambda: (span.distances(-reach, reach) - reach).abs())
+            return slice(0, reach + 1), index
+        return reached_rows(span, self.lowest, self.highest)
+
+    def flex_window(self, span: AttentionSpan) -> Tuple[slice, PairTerm]:
+        """:meth:`window` for a FlexAttention kernel: the rows, and each pair's row among them
+        from the kernel's indices."""
+        reach = self._checked_reach(span)
+        if self.unsigned:
+            return slice(0, reach + 1), span.flex_absolute_distances(reach)
+        return flex_reached_rows(span, self.lowest, self.highest)
+
+    def _checked_reach(self, span: AttentionSpan) -> int:
+        """The largest ``|p_j - p_i|`` of the call that the table holds; a longer distance is
+        refused where the table does not clip."""
         longest = span.longest_distance()
         if self.settings.clip is None:
             check_table(self, longest, self.reach, f"a distance of {longest}", "distances",
                         f"set {self.name}:clip=K to clip distances at K instead")
-        if self.unsigned:
-            reach = min(self.reach, longest)
-            index = span.once(("unsigned", reach), lambda: (span.distances(-reach, reach) - reach).abs())
-            return slice(0, reach + 1), index
-        return reached_rows(span, self.lowest, self.highest)
+        return min(self.reach, longest)
 
 
 def check_clip(clip: Optional[int]) -> None:

@@ -80,4 +80,5 @@ class FIRE(AttentionScheme):
 
         per_query = inputs.size(0) * span.k_len * self.settings.width
         bias = in_query_chunks(chunk_bias, span.q_len, per_query, self.pairwise_chunk_elements, dim=1)
-        return bias.permute(0, 3, 1, 2)  # B|1 x H x Tq x Tk
+        # contiguous in the keys, as fused kernels need the bias
+        return bias.permute(0, 3, 1, 2).contiguous()  # B|1 x H x Tq x Tk

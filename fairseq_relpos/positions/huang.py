@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from . import register_scheme, sharing
-from .base import DistanceTableScheme, check_clip, xavier_per_head
+from .base import DistanceTableScheme, check_clip, head_rows, xavier_per_head
 from .pairwise import in_query_chunks
 
 
@@ -33,6 +33,7 @@ class _HuangScalar(DistanceTableScheme):
     Settings = HuangSettings
     family = "logit_transform"
     transforms_logits = True
+    flex_covered = True
 
     def __init__(self, settings, context):
         super().__init__(settings, context)
@@ -42,6 +43,11 @@ class _HuangScalar(DistanceTableScheme):
     def transform_logits(self, logits, q, k, span):
         needed, index = self.window(span)
         return logits * self.table[:, needed][:, index].to(logits.dtype)  # B x H x Tq x Tk
+
+    def flex_factor(self, span):
+        needed, row = self.flex_window(span)
+        table = head_rows(self.table[:, needed], self.context.num_heads)  # H x R
+        return lambda b, h, q_idx, kv_idx: table[h, row(b, q_idx, kv_idx)]
 
 
 @register_scheme("huang1")

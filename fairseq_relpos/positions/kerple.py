@@ -57,6 +57,7 @@ class _KernelBias(AttentionScheme):
     r1_scale: float
     r2_scale: float
     r2_highest: Optional[float] = None
+    flex_covered = True
 
     def __init__(self, settings, context):
         super().__init__(settings, context)
@@ -64,12 +65,21 @@ class _KernelBias(AttentionScheme):
         self.r2 = nn.Parameter(torch.rand(context.num_heads, 1, 1) * self.r2_scale)
 
     def logit_bias(self, q, k, span):
-        r1 = bounded(self.r1.float(), LOWEST)
-        r2 = bounded(self.r2.float(), LOWEST, self.r2_highest)
+        r1, r2 = self._parameters_in_range()  # H x 1 x 1 each
         # in float32: |p_j - p_i|^2 of a few hundred tokens overflows float16
         distance = absolute_distances(span).unsqueeze(1).float()  # B|1 x 1 x Tq x Tk
         kernel = self.kernel(distance, r1, r2).clamp(max=HIGHEST_KERNEL)  # B|1 x H x Tq x Tk
         return -kernel.to(q.dtype)
+
+    def flex_bias(self, q, k, span):
+        r1, r2 = (value.view(-1) for value in self._parameters_in_range())  # H each
+        distance = span.flex_relative_positions()
+        kernel = self.kernel
+        return lambda b, h, q_idx, kv_idx: -kernel(distance(b, q_idx, kv_idx).abs().float(), r1[h],
+                                                   r2[h]).clamp(max=HIGHEST_KERNEL)
+
+    def _parameters_in_range(self):
+        return bounded(self.r1.float(), LOWEST), bounded(self.r2.float(), LOWEST, self.r2_highest)
 
     @staticmethod
     def kernel(distance, r1, r2):

@@ -43,10 +43,20 @@ class Sandwich(AttentionScheme):
         self.register_buffer("head_scales", (context.num_heads / (8 * heads)).view(-1, 1, 1),
                              persistent=False)  # H x 1 x 1
 
+    flex_covered = True
+
     def logit_bias(self, q, k, span):
         def build():
-            distance = torch.arange(span.longest_distance() + 1, device=span.device, dtype=torch.float32)  # R
-            inner = torch.cos(distance.unsqueeze(1) * self.frequencies).sum(-1) - self.half_dim  # R
-            return inner[absolute_distances(span)].unsqueeze(1) * self.head_scales  # B|1 x H x Tq x Tk
+            return self._inner(span)[absolute_distances(span)].unsqueeze(1) * self.head_scales  # B|1 x H x Tq x Tk
 
         return span.once(self.name, build).to(q.dtype)
+
+    def flex_bias(self, q, k, span):
+        inner = span.once(("flex", self.name), lambda: self._inner(span))  # R
+        distance = span.flex_absolute_distances(inner.numel() - 1)
+        scales = self.head_scales.view(-1)  # H
+        return lambda b, h, q_idx, kv_idx: inner[distance(b, q_idx, kv_idx)] * scales[h]
+
+    def _inner(self, span):  # R: p_i·p_j - d̄/2 at the distances 0 … the call's longest
+        distance = torch.arange(span.longest_distance() + 1, device=span.device, dtype=torch.float32)  # R
+        return torch.cos(distance.unsqueeze(1) * self.frequencies).sum(-1) - self.half_dim

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from . import register_scheme, sharing
-from .base import AttentionScheme, DistanceTableScheme, check_clip, check_table
+from .base import AttentionScheme, DistanceTableScheme, check_clip, check_table, head_rows
 
 
 @register_scheme("rel_scalar")
@@ -29,12 +29,20 @@ class RelativeScalar(DistanceTableScheme):
         self.table = nn.Parameter(torch.empty(self.num_distances, self.num_tables))  # R x H|1
         nn.init.normal_(self.table, std=context.embed_dim ** -0.5)
 
+    flex_covered = True
+
     def logit_bias(self, q, k, span):
         def build():
             needed, index = self.window(span)
-            return self.table[needed][index].permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
+            # indexed along the last dimension: the bias is contiguous in the keys, as fused kernels need
+            return self.table[needed].t()[:, index].unsqueeze(0)  # 1 x H|1 x Tq x Tk
 
         return span.once(id(self), build).to(q.dtype)
+
+    def flex_bias(self, q, k, span):
+        needed, row = self.flex_window(span)
+        table = head_rows(self.table[needed].t(), self.context.num_heads)  # H x R
+        return lambda b, h, q_idx, kv_idx: table[h, row(b, q_idx, kv_idx)]
 
 
 @register_scheme("abs_scalar")

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from . import register_scheme, sharing
-from .base import AttentionScheme, check_reach, reached_rows, sinusoids, xavier_per_head
+from .base import AttentionScheme, check_reach, flex_reached_rows, reached_rows, sinusoids, xavier_per_head
 
 
 def per_head(table):
@@ -74,8 +74,15 @@ class ShawPositions(AttentionScheme):
         if self.key_table is None:
             return None
         table, index = self._reached(self.key_table, span)
-        per_distance = torch.matmul(q, table.to(q.dtype).transpose(-1, -2))  # B x H x Tq x R
+        per_distance = _with_each_row(q, table)  # B x H x Tq x R
         return per_distance.gather(-1, index.expand(q.size(0), q.size(1), -1, -1))  # B x H x Tq x Tk
+
+    def flex_bias(self, q, k, span):
+        if self.key_table is None:
+            return None
+        rows, row = flex_reached_rows(span, -self.settings.k, self.highest)
+        per_distance = _with_each_row(q, per_head(self.key_table)[:, rows])  # B x H x Tq x R
+        return lambda b, h, q_idx, kv_idx: per_distance[b, h, q_idx, row(b, q_idx, kv_idx)]
 
     def value_term(self, probs, span):
         if self.value_table is None:
@@ -85,6 +92,10 @@ class ShawPositions(AttentionScheme):
         per_distance = probs.new_zeros(bsz, heads, q_len, table.size(1))
         per_distance.scatter_add_(-1, index.expand_as(probs), probs)  # B x H x Tq x R
         return torch.matmul(per_distance, table.to(probs.dtype))  # B x H x Tq x dh
+
+
+def _with_each_row(q, table):  # B x H x Tq x dh, H|1 x R x dh -> B x H x Tq x R: q_i·w[r] for every row r
+    return torch.matmul(q, table.to(q.dtype).transpose(-1, -2))
 
 
 @register_scheme("shaw")
@@ -97,6 +108,7 @@ class ShawKeyPositions(ShawPositions):
     """Relative positions on keys only (Rosendahl et al.'s "γ^K-only"): a pure logit bias."""
 
     use_values = False
+    flex_covered = True
 
 
 @register_scheme("shaw_v")

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from . import register_scheme, sharing
-from .base import AttentionScheme
+from .base import AttentionScheme, head_rows
 
 
 @register_scheme("t5")
@@ -52,13 +52,24 @@ class T5Bias(AttentionScheme):
         logarithmic = logarithmic.clamp(max=buckets - 1)
         return offset + torch.where(magnitude < exact, magnitude, logarithmic)
 
+    flex_covered = True
+
     def logit_bias(self, q, k, span):
         lowest, highest = span.distance_range()
 
         def build():
-            per_distance = self.table[self.bucket(torch.arange(lowest, highest + 1, device=span.device))]  # R x H|1
-            bias = per_distance[span.distances(lowest, highest)]  # Tq x Tk x H|1
-            return bias.permute(2, 0, 1).unsqueeze(0)  # 1 x H|1 x Tq x Tk
+            # indexed along the last dimension: the bias is contiguous in the keys, as fused kernels need
+            return self._per_distance(lowest, highest, span)[:, span.distances(lowest, highest)].unsqueeze(0)
 
         # layers that share the table share the bias too: it is built once per pass
-        return span.once(id(self), build).to(q.dtype)
+        return span.once(id(self), build).to(q.dtype)  # 1 x H|1 x Tq x Tk
+
+    def flex_bias(self, q, k, span):
+        lowest, highest = span.distance_range()
+        table = span.once(("flex", id(self)), lambda: head_rows(self._per_distance(lowest, highest, span),
+                                                                 self.context.num_heads))  # H x R
+        row = span.flex_distances(lowest, highest)
+        return lambda b, h, q_idx, kv_idx: table[h, row(b, q_idx, kv_idx)]
+
+    def _per_distance(self, lowest, highest, span):  # H|1 x R: the bias of each distance lowest … highest
+        return self.table[self.bucket(torch.arange(lowest, highest + 1, device=span.device))].t()

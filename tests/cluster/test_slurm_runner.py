@@ -1,4 +1,4 @@
-"""The one runner on a real SLURM cluster (scripts/local-slurm.sh, as in tests/test_slurm.py):
+"""The one runner on a real SLURM cluster (scripts/local-slurm.sh, as in tests/cluster/test_slurm.py):
 the leaderboard's re-plan points as job boundaries, whole-graph planning at submission, and
 what SLURM does wrong or refuses: a job waiting on a failed one, a submission sbatch refuses
 half-way, GPUs the partition does not have, a training that keeps reaching its time limit.

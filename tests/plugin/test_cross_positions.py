@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from fairseq.modules import MultiheadAttention
 
 from fairseq_relpos.modules.attention import RelPosCrossAttention
 
@@ -81,9 +80,12 @@ def test_fixed_cross_slopes_are_a_setting(dictionary):
     assert not list(scheme.parameters()) and scheme.slopes.flatten().tolist() == [0.25] * HEADS
 
 
-def test_without_cross_positions_the_decoder_keeps_fairseqs_attention(dictionary):
+def test_without_cross_positions_encoder_decoder_attention_has_no_scheme(dictionary):
+    """The module is the same (tests/plugin/test_attention_kernels.py: it is fairseq's
+    MultiheadAttention on SDPA), with no position terms."""
     model = build_tiny_model("transformer_alibi", dictionary)
-    assert all(isinstance(layer.encoder_attn, MultiheadAttention) for layer in model.decoder.layers)
+    assert all(isinstance(layer.encoder_attn, RelPosCrossAttention) and layer.encoder_attn.positions is None
+               for layer in model.decoder.layers)
 
 
 def test_cross_positions_change_the_translation_and_prefer_the_aligned_source(dictionary):

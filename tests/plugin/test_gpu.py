@@ -1,15 +1,23 @@
 """Every architecture on a CUDA GPU: the CPU's numbers, fairseq's beam search on the device,
-and fp16 (what train.sh uses on a GPU) on sentences far longer than training's.
+fp16 (what train.sh uses on a GPU) on sentences far longer than training's, and the kernels
+attention reaches there (docs/performance.md): never the math kernel.
 
 Skipped where torch sees no GPU, as in CI; run on a GPU machine with
-`pytest tests/test_gpu.py`.
+`pytest tests/plugin/test_gpu.py`.
 """
 import pytest
 import torch
 
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
 from fairseq_relpos import ARCHITECTURES
+from fairseq_relpos.modules.attention import RelPosSelfAttention, recorded_kernels
+from fairseq_relpos.positions import AttentionScheme, PositionSpec
+from fairseq_relpos.positions.base import StackContext
 
 from conftest import build_tiny_model, tiny_dictionary
+from test_attention_kernels import TensorsOfSize
+from test_flex import FLEX_ARCHS
 from test_model_invariants import decoder_input, encode, random_tokens
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA GPU")
@@ -102,3 +110,49 @@ def test_fp16_stays_close_to_float32_far_beyond_training_lengths(arch, dictionar
     for name, parameter in model.named_parameters():
         if parameter.grad is not None:
             assert torch.isfinite(parameter.grad).all(), name
+
+
+FUSED = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+
+
+@pytest.mark.parametrize("impl", ["reference", "flex"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_no_attention_call_falls_back_to_the_math_kernel(arch, impl, dictionary):
+    """In fp16, a training step on padded batches and a beam search with SDPA's math kernel
+    disabled (SDPA raises where no fused kernel takes a call); each call's kernel is a fused
+    one, the explicit softmax where a scheme needs it, or flex; decoder self-attention
+    without a logit term is FlashAttention's (or cuDNN's)."""
+    if impl == "flex" and arch not in FLEX_ARCHS:
+        pytest.skip(f"--attention-impl flex does not cover {arch}")
+    # heads of 16: FlexAttention's CUDA kernel takes no narrower
+    model = build_tiny_model(arch, dictionary, attention_impl=impl, encoder_embed_dim=64,
+                             decoder_embed_dim=64).cuda().half()
+    src, prev = padded_batch(dictionary, [30, 9, 17], [25, 33, 8])
+    with sdpa_kernel(FUSED), recorded_kernels() as kernels:
+        logits, _ = model.train()(src.cuda(), None, prev.cuda())
+        logits.float().mean().backward()
+        beam_search(model.eval(), dictionary, src.cuda())
+    used = {kernel for _, kernel in kernels}
+    assert used <= {"cudnn_attention", "flash_attention", "efficient_attention", "explicit", "flex"}, used
+    if not has_logit_terms(model.decoder.layers[0].self_attn.positions):
+        for layer in model.decoder.layers:
+            assert {kernel for module, kernel in kernels if module is layer.self_attn} <= {
+                "flash_attention", "cudnn_attention"}
+
+
+def has_logit_terms(positions):
+    """Whether an attention scheme (or a chain) adds to or transforms the logits."""
+    schemes = [] if positions is None else list(getattr(positions, "schemes", {"": positions}).values())
+    return any(type(scheme).logit_bias is not AttentionScheme.logit_bias or scheme.transforms_logits
+               or scheme.has_value_term for scheme in schemes)
+
+
+def test_the_explicit_path_makes_one_float32_copy_in_fp16():
+    """The softmax reads the fp16 logits and writes float32 once (CUDA's half-to-float softmax)."""
+    context = StackContext(embed_dim=32, num_heads=4, num_layers=1, causal=True, max_positions=64)
+    positions = PositionSpec.parse("huang2").build_attention_layers(context)[0]
+    attention = RelPosSelfAttention(32, 4, positions=positions, causal=True).cuda().half().eval()
+    x = torch.randn(11, 3, 32, device="cuda", dtype=torch.half)
+    with torch.no_grad(), TensorsOfSize(numel=3 * 4 * 11 * 11, dtype=torch.float32) as counter:
+        attention(x, need_weights=True)
+    assert counter.count == 1

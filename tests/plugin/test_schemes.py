@@ -421,7 +421,7 @@ def test_input_schemes_read_the_positions_they_are_given(name):
 def test_shape_shifts_each_sequence_by_its_own_offset():
     """SHAPE (Kiyono et al. 2021): while training, a random offset in 0…K per sequence;
     ``abs:shift=K``, as the first releases spelt it, is ``rand:shift=K``
-    (tests/test_explicit_positions.py: only in training, read by every scheme)."""
+    (tests/plugin/test_explicit_positions.py: only in training, read by every scheme)."""
     spec = PositionSpec.parse("abs:shift=50")
     assert str(spec) == "abs+rand:shift=50" and str(PositionSpec.parse("abs:shift=0")) == "abs"
     torch.manual_seed(0)

@@ -91,7 +91,7 @@ def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(qui
     """A copied (or moved) --out-dir is the same run: nothing is redone.  Changing an option
     redoes what it changes, replacing only the files those steps made: notes a user put in a
     model folder or a report folder, and a checkpoint of the user's beside the model's, stay
-    (tests/test_engine.py: the same for a folder a step writes as a whole)."""
+    (tests/engine/test_steps.py: the same for a folder a step writes as a whole)."""
     out, demo, result = quick_demo
     assert result.returncode == 0, "the quick demo failed (see the test above)"
     copy = tmp_path / "copied demo"

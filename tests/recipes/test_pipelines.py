@@ -531,10 +531,10 @@ def test_smoke_table3_to_a_report(tmp_path):
     settings, concat_seq built on newstest_all, four tiny models, the analysis report); a
     second run does nothing but the report.  The other tables are --dry-run checked above
     (their steps are the same scripts).  Where a SLURM cluster can be started, the same run
-    goes through SLURM instead, in tests/test_slurm.py."""
+    goes through SLURM instead, in tests/cluster/test_slurm.py."""
     need(DEEN)
     if local_slurm()[0] is not None:
-        pytest.skip("SMOKE table 3 and table 5 run through SLURM in tests/test_slurm.py")
+        pytest.skip("SMOKE table 3 and table 5 run through SLURM in tests/cluster/test_slurm.py")
     env = {"SMOKE": "1", "SMOKE_DATA": str(NEWSTEST)}
     report_ok = run([sys.executable, "-c", "import relpos_analysis.report"], check=False).returncode == 0
     if not report_ok:
