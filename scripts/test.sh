@@ -14,5 +14,5 @@ workers=$(nproc)  # before OMP_NUM_THREADS is set: nproc honours it
 # one thread per worker: the workers already fill the cores
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # loadgroup: tests marked xdist_group("NAME") run on one worker, sharing their module fixture;
-# the slowest tests are listed at the end: the suite is to stay under 15 minutes on 2 cores
+# the slowest tests are listed at the end: the suite is to stay under 12 minutes on 2 cores
 python -m pytest -ra -n "$workers" --dist loadgroup --durations 15 "$@"

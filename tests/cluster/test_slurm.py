@@ -6,8 +6,8 @@ One SMOKE table 3 runs with --launcher slurm --wait: every step is a SLURM job (
 hold the job ids), one training job is requeued half-way and resumes from its checkpoint, a
 re-run submits nothing, table 5 then runs locally on its models, and a system whose training
 fails stays on the report with its error while the others go on.  (Where a cluster runs,
-this replaces tests/recipes/test_pipelines.py's local SMOKE table 3.)  Then train.sh under srun with two tasks trains one model (gloo, CPU)
-with the batch of one task."""
+this replaces tests/recipes/test_pipelines.py's local SMOKE table 3.)  Then train.sh under srun
+with two tasks trains one model (gloo, CPU) with the batch of one task."""
 import json
 import os
 import re
@@ -25,10 +25,6 @@ SCRIPTS = REPO / "scripts"
 SMOKE_MODEL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
                "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
                "--encoder-attention-heads", "2", "--decoder-attention-heads", "2", "--batch-tokens", "1200"]
-
-
-
-
 
 
 def slurm_run(*args, env, check=True):
