@@ -161,7 +161,7 @@ def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
 
 def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_often(slurm, tmp_path):
     """--slurm-time 1 (a minute) and a training far longer: the job requeues itself before its
-    limit, its training resuming from its checkpoint, once (--slurm-max-requeues 1); at the
+    limit, once (--slurm-max-requeues 1); at the
     limit again it fails, saying why, its manifest counting the requeues."""
     env = {**os.environ, "SLURM_CONF": slurm}
     out = tmp_path / "out"
@@ -190,4 +190,7 @@ def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_of
     assert record["status"] == "failed" and record["requeues"] == 2
     assert "reached its SLURM time limit 2 times; requeued 1 times (--slurm-max-requeues 1)" in record["error"]
     log = (out / "transformer_abs" / "train.log").read_text()
-    assert log.count("fairseq_cli.train | {'_name'") == 2  # started twice: once, and once requeued
+    # the step started twice, once and once requeued (each start heads the log with its command);
+    # how far fairseq got within a start depends on how fast the job's Python started
+    starts = [line for line in log.splitlines() if line.startswith("# ") and "fairseq_train" in line]
+    assert len(starts) == 2
