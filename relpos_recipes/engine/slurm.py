@@ -259,11 +259,15 @@ class Submitter:
         start is cancelled and named rather than waited for."""
         console = self.launch.console
         console.log(f"waiting for {len(ids)} SLURM job(s): {', '.join(ids.values())}")
+        quiet = 0  # answers in a row that list none of the jobs
         while True:
             proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids.values()), "-o", "%i %T %r"],
                                   capture_output=True, text=True)
             remaining = [line.split() for line in proc.stdout.splitlines() if line.strip()]
-            if not remaining:
+            # a job being requeued can be missing from one answer: the jobs have ended when two
+            # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
+            quiet = quiet + 1 if not remaining else 0
+            if quiet == 2:
                 break
             never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
             for job_id, why in never:

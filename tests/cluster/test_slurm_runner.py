@@ -161,8 +161,8 @@ def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
 
 def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_often(slurm, tmp_path):
     """--slurm-time 1 (a minute) and a training far longer: the job requeues itself before its
-    limit, once (--slurm-max-requeues 1); at the
-    limit again it fails, saying why, its manifest counting the requeues."""
+    limit, once (--slurm-max-requeues 1); at the limit again it fails, saying why, its
+    manifest counting the requeues."""
     env = {**os.environ, "SLURM_CONF": slurm}
     out = tmp_path / "out"
     # short sentences, and far more updates than a minute takes
@@ -175,12 +175,12 @@ def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_of
         job = json.loads((out / "slurm" / "jobs.json").read_text())["transformer_abs"]
         manifest = out / "transformer_abs" / ".steps" / "train.json"
         deadline = time.time() + 420
-        while True:
+        # until the step's manifest says how it ended (squeue can print nothing for a job
+        # that is being requeued, so its silence does not say the job has ended)
+        while not manifest.exists() or json.loads(manifest.read_text())["status"] == "running":
             state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True,
                                    env=env).stdout.split()
-            if not state:
-                break
-            if state[0] == "PENDING" and state[-1] == "BeginTime":  # SLURM holds a requeued job back a while
+            if state and state[0] == "PENDING" and state[-1] == "BeginTime":  # SLURM holds a requeued job back
                 subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=env)
             assert time.time() < deadline, "the training job never ended"
             time.sleep(1)

@@ -786,6 +786,24 @@ def test_a_checkpoint_of_another_architecture_is_never_taken_for_a_finished_trai
     assert not (save / "checkpoint_best.pt").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_a_deleted_best_checkpoint_of_an_epoch_limited_training_says_what_to_do(toy, tmp_path):
+    """checkpoint_best.pt deleted after a training that ended at --max-epoch: the re-run's
+    fairseq-train resumes with nothing left to train, and the error says so and what to do."""
+    save = tmp_path / "epochs"
+    train = [str(arg) if arg != toy["save"] else str(save) for arg in toy["train"]]
+    train[train.index("--max-update") + 1] = "1000"
+    train[train.index("--max-epochs") + 1] = "1"
+    run(train)
+    (save / "checkpoint_best.pt").unlink()
+    proc = run(train, check=False)
+    assert proc.returncode != 0
+    assert (f"{save / 'checkpoint_best.pt'} is missing and fairseq-train, resuming from checkpoint_last.pt, had "
+            "nothing left to train (its --max-epoch or --max-update was reached): restore checkpoint_best.pt, "
+            "or move the folder's checkpoints away to train afresh") in proc.stderr
+
+
 @pytest.mark.parametrize("gpus", ["-1", "abc", "1.5"])
 def test_train_refuses_a_bad_gpu_count(tmp_path, gpus):
     proc = run(["bash", SCRIPTS / "train.sh", "--data", tmp_path, "--arch", "transformer_abs",
