@@ -253,39 +253,83 @@ def latex_table(board: Board, title: Optional[str] = None, tuning: Optional[Tuni
     return "\n".join(tables.latex(table) for table in board_tables(board, title, tuning))
 
 
+#: systems beside the baseline in one figure; more are drawn in panels of PANEL_SYSTEMS
+SINGLE_AXIS_SYSTEMS = 7
+PANEL_SYSTEMS = 6
+
+
+def curve_panels(board: Board) -> List[List[BoardRow]]:
+    """The systems of each panel of a curves figure, in the board's order (ranked first), the
+    baseline apart: one panel for a few systems, panels of PANEL_SYSTEMS for a whole board
+    (27 curves on one axis cannot be told apart)."""
+    others = [row for row in board.rows if row.cells and row.system != board.baseline]
+    size = SINGLE_AXIS_SYSTEMS if len(others) <= SINGLE_AXIS_SYSTEMS else PANEL_SYSTEMS
+    return [others[start:start + size] for start in range(0, len(others), size)] or [[]]
+
+
+def _panel_title(rows: Sequence[BoardRow]) -> str:
+    ranks = [row.rank for row in rows if row.rank]
+    if not ranks:
+        return "not ranked"
+    title = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}–{ranks[-1]}"
+    return title + (", and not ranked" if len(ranks) < len(rows) else "")
+
+
 def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], ylabel: str,
                 mean_lengths: Sequence[float], title: Optional[str] = None,
                 reference_line: Optional[float] = None, fmt: str = "png") -> bytes:
     """One curve per system of ``value`` against the bucket's mean length relative to the
-    training limit, with a band from the lowest to the highest seed."""
-    figure, axis = plt.subplots(figsize=(9, 5), layout="constrained")
+    training limit, with a band from the lowest to the highest seed; the baseline (thick,
+    black) in every panel where there are several (curve_panels)."""
+    panels = curve_panels(board)
+    baseline = next((row for row in board.rows if row.system == board.baseline and row.cells), None)
+    columns = min(len(panels), 3)
+    grid_rows = -(-len(panels) // columns)
+    width, height = (9, 5) if len(panels) == 1 else (5.2 * columns, 3.6 * grid_rows + 0.6)
+    figure, axes = plt.subplots(grid_rows, columns, figsize=(width, height), layout="constrained",
+                                sharex=True, sharey=True, squeeze=False)
     positions = [length / board.train_limit for length in mean_lengths]
     colours = plt.get_cmap("tab10")
-    for k, row in enumerate(row for row in board.rows if row.cells):
-        spreads = [value(cell) for cell in row.cells]
-        points = [(x, s) for x, s in zip(positions, spreads) if s is not None]
-        if not points:
+    for index, axis in enumerate(axes.flat):
+        if index >= len(panels):
+            axis.set_visible(False)
             continue
-        xs = [x for x, _ in points]
-        colour = colours(k % 10)
-        style = ("-", "--", ":")[k // 10 % 3]
-        axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3,
-                  color=colour, linewidth=2.4 if row.system == board.baseline else 1.3,
-                  label=_legend_label(row))
-        axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points],
-                          color=colour, alpha=0.15, linewidth=0)
-    axis.axvline(1.0, color="gray", linestyle=":", linewidth=1, label="training limit")
-    if reference_line is not None:
-        axis.axhline(reference_line, color="gray", linestyle="-", linewidth=0.8)
-    axis.set_xlabel(f"mean length of the bucket / training limit ({board.train_limit} tokens)")
-    axis.set_ylabel(ylabel)
-    axis.grid(alpha=0.3)
-    axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+        rows = panels[index]
+        if baseline is not None:
+            _curve(axis, baseline, value, positions, "black", "-", 2.4)
+        for k, row in enumerate(rows):
+            _curve(axis, row, value, positions, colours(k % 10), ("-", "--", ":")[k // 10 % 3], 1.3)
+        axis.axvline(1.0, color="gray", linestyle=":", linewidth=1, label="training limit")
+        if reference_line is not None:
+            axis.axhline(reference_line, color="gray", linestyle="-", linewidth=0.8)
+        axis.grid(alpha=0.3)
+        if len(panels) == 1:
+            axis.set_xlabel(f"mean length of the bucket / training limit ({board.train_limit} tokens)")
+            axis.set_ylabel(ylabel)
+            axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+        else:
+            axis.set_title(_panel_title(rows), fontsize="medium")
+            axis.legend(loc="best", fontsize="x-small")
+    if len(panels) > 1:
+        figure.supxlabel(f"mean length of the bucket / training limit ({board.train_limit} tokens)")
+        figure.supylabel(ylabel)
     if title:
         figure_title(figure, title)
     rendered = figure_bytes(figure, fmt)
     plt.close(figure)
     return rendered
+
+
+def _curve(axis, row: BoardRow, value: Callable[[BoardCell], Optional[Spread]], positions: Sequence[float],
+           colour, style: str, width: float) -> None:
+    points = [(x, spread) for x, spread in zip(positions, (value(cell) for cell in row.cells)) if spread is not None]
+    if not points:
+        return
+    xs = [x for x, _ in points]
+    axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3, color=colour, linewidth=width,
+              label=_legend_label(row))
+    axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points], color=colour, alpha=0.15,
+                      linewidth=0)
 
 
 def bleu_plot(board: Board, mean_lengths: Sequence[float], title: Optional[str] = None) -> bytes:

@@ -235,3 +235,26 @@ def test_one_writer_per_format_for_the_board(known, tmp_path, capsys):
     assert latex.isascii(), sorted({c for c in latex if not c.isascii()})
     assert "a\\textbar{}b\\_c\\&d (baseline)" in latex and "huang3 --- failed: seed 1: 100\\% of memory" in latex
     assert " $\\pm$ " in latex and "$^\\dagger$" in latex and "21--$\\infty$" in latex
+
+
+def test_a_whole_board_is_drawn_in_panels_of_ranks_with_the_baseline_in_each():
+    """27 systems: the curves figures draw them six to a panel in rank order (what failed
+    has no curve), each panel with the baseline; a few systems share one axis."""
+    refs = corpus(n=60)
+    lengths = [len(ref.split()) for ref in refs]
+    errors = {f"s{k:02d}": k / 40 for k in range(26)}
+    systems = {"abs": [degraded(refs, 0.01, 0.7, 1)],
+               **{name: [degraded(refs, 0.01, error, 2)] for name, error in errors.items()}}
+    options = ScoringOptions(tokenize="none", n_bootstrap=10, seed=1)
+    board = build_board(lengths, refs, systems, buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs",
+                        failures={"huang3": "diverged"})
+    panels = board_render.curve_panels(board)
+    assert [len(panel) for panel in panels] == [6, 6, 6, 6, 2]
+    drawn = [row.system for panel in panels for row in panel]
+    assert drawn == [row.system for row in board.rows if row.system not in ("abs", "huang3")]
+    assert [row.rank for row in panels[0]] == [1, 2, 3, 4, 5, 6]
+    assert board_render._panel_title(panels[0]) == "ranks 1–6"
+    assert board_render.bleu_plot(board, [10, 25, 35]).startswith(b"\x89PNG")
+    few = build_board(lengths, refs, {name: systems[name] for name in ("abs", "s00", "s01")},
+                      buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs")
+    assert [[row.system for row in panel] for panel in board_render.curve_panels(few)] == [["s00", "s01"]]
