@@ -53,9 +53,20 @@ def table3(slurm, tmp_path_factory, request):
         assert time.time() < deadline, f"the training job never saved a checkpoint\n{cluster_report(jobs, runs, slurm)}"
         time.sleep(0.5)
     job = jobs["de-en-transformer_abs-len100"]
-    subprocess.run(["scontrol", "requeue", job], check=True, env={**os.environ, "SLURM_CONF": slurm})
-    # SLURM holds a requeued job back for two minutes; a test need not wait for that
-    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env={**os.environ, "SLURM_CONF": slurm})
+    slurm_env = {**os.environ, "SLURM_CONF": slurm}
+    subprocess.run(["scontrol", "requeue", job], check=True, env=slurm_env)
+    # SLURM holds a requeued job back for two minutes; a test need not wait for that, but the
+    # hold can only be lifted once the job is pending again
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True,
+                               env=slurm_env).stdout.split()
+        if state and state[0] == "PENDING" and state[-1] == "BeginTime":
+            subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=slurm_env)
+            break
+        if state and state[0] == "RUNNING":
+            break
+        time.sleep(0.5)
     waited = slurm_run(*roots, "--wait", env=env)
     return {"root": root, "roots": roots, "env": env, "runs": runs, "jobs": jobs, "submitted": submitted,
             "waited": waited, "requeued": save}
