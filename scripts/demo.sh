@@ -5,7 +5,7 @@
 # Usage: bash scripts/demo.sh [options]
 #
 # The same scripts as the WMT recipes (scripts/reproduce/), on a synthetic language pair:
-#   1. prepare-toy.sh: a generated corpus (scripts/lib/toy_corpus.py: SOV source,
+#   1. prepare-toy.sh: a generated corpus (relpos_recipes/tools/toy_corpus.py: SOV source,
 #      SVO target with agreement, clauses chained to any length; 20,000 training sentences
 #      of 12-40 words), joint BPE (subword-nmt), training pairs filtered to --train-limit
 #      subword tokens on both sides, binarized (fairseq-preprocess)

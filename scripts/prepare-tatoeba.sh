@@ -13,7 +13,7 @@
 # Steps (the same as prepare-wmt19-de-en.sh from step 2 on):
 #   1. check every line of FILE (a line without a tab, an empty side or bytes that are not
 #      UTF-8 stop the script with the file, the line number and what was expected, before
-#      anything is written), then split it (scripts/lib/tatoeba.py) into raw text
+#      anything is written), then split it (relpos_recipes/tools/tatoeba.py) into raw text
 #      DIR/split/{train,dev,test}.{de,en}, with the counts in DIR/split/counts.json:
 #      - by sentence group: pairs sharing an English or a German sentence stay together, so
 #        no sentence (nor any of its translations) is on two sides;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare the synthetic language pair of the demo (scripts/lib/toy_corpus.py) the
+# Prepare the synthetic language pair of the demo (relpos_recipes/tools/toy_corpus.py) the
 # way prepare-wmt19-de-en.sh prepares WMT19: the same steps and output layout, so
 # that build-test-sets.sh, train.sh and translate.sh work on it unchanged.
 #
