@@ -8,9 +8,11 @@
 #            apt-get), write a slurm.conf with one node of all this machine's CPUs (no
 #            GPUs), start munged (as user munge), slurmctld and slurmd directly (no
 #            systemd), and wait until sinfo shows the node idle.  Does nothing if the
-#            cluster already answers with its node taking jobs; restarts its daemons if
-#            the node does not (slurmd stopped, or the node down or drained).  One start
-#            at a time ($RELPOS_SLURM_DIR.lock).
+#            cluster already answers with its node taking jobs and this slurm.conf;
+#            restarts its daemons if the node does not (slurmd stopped, or the node down
+#            or drained) or its slurm.conf is another.  One start at a time
+#            ($RELPOS_SLURM_DIR.lock).  A requeued job starts again after 11 s
+#            (AuthInfo=cred_expire=10; SLURM's default holds it 121 s).
 #   stop     stop the daemons this script started
 #   status   sinfo, or exit 1 if no cluster answers
 #
@@ -56,28 +58,12 @@ fi
 # would keep every later start waiting for ever.
 exec 9> "$DIR.lock"
 flock 9
-if command -v sinfo > /dev/null && answers; then
-  if usable; then
-    echo "a SLURM cluster already answers: export SLURM_CONF=$SLURM_CONF"
-    exit 0
-  fi
-  # a controller whose node takes no jobs (its slurmd stopped): jobs would wait for ever
-  echo "the SLURM controller of $DIR answers but its node is $(sinfo -h -o %T): restarting the daemons" >&2
-  stop_daemons
-fi
-[[ "$(id -u)" == 0 ]] || { echo "error: starting a local SLURM cluster needs root (apt-get, munge, slurmd)" >&2; exit 1; }
-if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
-  command -v apt-get > /dev/null || { echo "error: slurm-wlm and munge are missing and there is no apt-get to install them" >&2; exit 1; }
-  apt-get update -qq > "$DIR.apt.log" 2>&1 9>&- || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >> "$DIR.apt.log" 2>&1 9>&- ||
-    { tail -n 20 "$DIR.apt.log" >&2; echo "error: could not install slurm-wlm and munge (see $DIR.apt.log)" >&2; exit 1; }
-fi
-
-mkdir -p "$DIR"/{state,spool,log}
 HOST=$(hostname -s)
 CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # the test runner sets OMP_NUM_THREADS=1, which nproc honours
 MEMORY=$(awk '/MemTotal/ { print int($2 / 1024) - 512 }' /proc/meminfo)
-cat > "$SLURM_CONF" <<EOF
+# the slurm.conf of this cluster
+configuration() {
+  cat <<EOF
 ClusterName=relpos
 SlurmctldHost=$HOST
 SlurmUser=root
@@ -99,9 +85,32 @@ MpiDefault=none
 SchedulerType=sched/backfill
 MaxJobCount=10000
 KillWait=10
+# a requeued job waits cred_expire + 1 s before it starts again (121 s by default)
+AuthInfo=cred_expire=10
 NodeName=$HOST CPUs=$CPUS RealMemory=$MEMORY State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
+}
+if command -v sinfo > /dev/null && answers; then
+  if usable && [[ "$(cat "$SLURM_CONF" 2> /dev/null)" == "$(configuration)" ]]; then
+    echo "a SLURM cluster already answers: export SLURM_CONF=$SLURM_CONF"
+    exit 0
+  fi
+  # a controller whose node takes no jobs (its slurmd stopped) would keep jobs waiting for ever;
+  # one started with another slurm.conf is restarted with this one
+  echo "the SLURM cluster of $DIR answers (its node $(sinfo -h -o %T)) but is not as this script starts it: restarting its daemons" >&2
+  stop_daemons
+fi
+[[ "$(id -u)" == 0 ]] || { echo "error: starting a local SLURM cluster needs root (apt-get, munge, slurmd)" >&2; exit 1; }
+if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
+  command -v apt-get > /dev/null || { echo "error: slurm-wlm and munge are missing and there is no apt-get to install them" >&2; exit 1; }
+  apt-get update -qq > "$DIR.apt.log" 2>&1 9>&- || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >> "$DIR.apt.log" 2>&1 9>&- ||
+    { tail -n 20 "$DIR.apt.log" >&2; echo "error: could not install slurm-wlm and munge (see $DIR.apt.log)" >&2; exit 1; }
+fi
+
+mkdir -p "$DIR"/{state,spool,log}
+configuration > "$SLURM_CONF"
 
 # munge: a key once, the daemon as its own user
 if [[ ! -s /etc/munge/munge.key ]]; then

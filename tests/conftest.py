@@ -2,6 +2,7 @@
 import functools
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,23 @@ def slurm():
     if conf is None:
         pytest.skip(why_not)
     return conf
+
+
+def cluster_report(jobs, runs, slurm):
+    """What SLURM says of a recipe's ``jobs`` (name -> id) and the end of their logs under
+    ``runs``/slurm, with the end of the controller's log: why a test waited in vain."""
+    env = {**os.environ, "SLURM_CONF": slurm}
+    said = [subprocess.run(command, capture_output=True, text=True, env=env).stdout
+            for command in (["sinfo", "-N", "-l"], ["squeue", "-j", ",".join(jobs.values()), "-o", "%i %j %T %r"])]
+    for job_id in jobs.values():
+        shown = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True, env=env).stdout
+        said.append(" ".join(re.findall(r"(?:JobId|JobState|Reason|NumCPUs|NodeList)=\S*", shown)))
+    for log in sorted((runs / "slurm").glob("*.out")):
+        said.append(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+    controller = Path(slurm).parent / "log" / "slurmctld.log"
+    if controller.exists():
+        said.append(f"--- {controller}\n" + "\n".join(controller.read_text(errors="replace").splitlines()[-25:]))
+    return "\n".join(said)
 
 
 def run_command(command, env=None, check=True, cwd=None):

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, run_command as run, shared_path
+from conftest import REPO_ROOT, cluster_report, run_command as run, shared_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -53,36 +53,11 @@ def table3(slurm, tmp_path_factory, request):
         assert time.time() < deadline, f"the training job never saved a checkpoint\n{cluster_report(jobs, runs, slurm)}"
         time.sleep(0.5)
     job = jobs["de-en-transformer_abs-len100"]
-    slurm_env = {**os.environ, "SLURM_CONF": slurm}
-    subprocess.run(["scontrol", "requeue", job], check=True, env=slurm_env)
-    # SLURM holds a requeued job back for two minutes; a test need not wait for that, but the
-    # hold can only be lifted once the job is pending again
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True,
-                               env=slurm_env).stdout.split()
-        if state and state[0] == "PENDING" and state[-1] == "BeginTime":
-            subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], env=slurm_env)
-            break
-        if state and state[0] == "RUNNING":
-            break
-        time.sleep(0.5)
+    # it starts again 11 s later (scripts/local-slurm.sh: cred_expire)
+    subprocess.run(["scontrol", "requeue", job], check=True, env={**os.environ, "SLURM_CONF": slurm})
     waited = slurm_run(*roots, "--wait", env=env)
     return {"root": root, "roots": roots, "env": env, "runs": runs, "jobs": jobs, "submitted": submitted,
             "waited": waited, "requeued": save}
-
-
-def cluster_report(jobs, runs, slurm):
-    """What SLURM says of the jobs and the end of their logs: why a test waited in vain."""
-    env = {**os.environ, "SLURM_CONF": slurm}
-    said = [subprocess.run(command, capture_output=True, text=True, env=env).stdout
-            for command in (["sinfo", "-N", "-l"], ["squeue", "-j", ",".join(jobs.values()), "-o", "%i %j %T %r"])]
-    for job_id in jobs.values():
-        shown = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True, env=env).stdout
-        said.append(" ".join(re.findall(r"(?:JobId|JobState|Reason|NumCPUs|NodeList)=\S*", shown)))
-    for log in sorted((runs / "slurm").glob("*.out")):
-        said.append(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
-    return "\n".join(said)
 
 
 def test_a_job_asks_for_no_more_cpus_than_a_node_has(slurm, tmp_path):
