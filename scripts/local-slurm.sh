@@ -4,15 +4,16 @@
 #
 # Usage: bash scripts/local-slurm.sh [start|stop|status]
 #
-#   start    install slurm-wlm and munge if they are missing (Debian/Ubuntu, as root:
-#            apt-get), write a slurm.conf with one node of all this machine's CPUs (no
-#            GPUs), start munged (as user munge), slurmctld and slurmd directly (no
-#            systemd), and wait until sinfo shows the node idle.  Does nothing if the
-#            cluster already answers with its node taking jobs and this slurm.conf;
-#            restarts its daemons if the node does not (slurmd stopped, or the node down
-#            or drained) or its slurm.conf is another.  One start at a time
-#            ($RELPOS_SLURM_DIR.lock).  A requeued job starts again after 11 s
-#            (AuthInfo=cred_expire=10; SLURM's default holds it 121 s).
+#   start    install SLURM's daemons and commands (slurmctld, slurmd, slurm-client) and munge
+#            if they are missing (Debian/Ubuntu, as root: apt-get, without the slurm-wlm
+#            metapackage's plugins), write a slurm.conf with one node of all this machine's
+#            CPUs (no GPUs), start munged (as user munge), slurmctld and slurmd directly (no
+#            systemd), and wait until sinfo shows the node idle.  Does nothing if the cluster
+#            already answers with its node taking jobs and this slurm.conf; restarts its
+#            daemons if the node does not (slurmd stopped, or the node down or drained) or
+#            its slurm.conf is another.  One start at a time ($RELPOS_SLURM_DIR.lock).  A
+#            requeued job starts again after 11 s (AuthInfo=cred_expire=10; SLURM's default
+#            holds it 121 s).
 #   stop     stop the daemons this script started
 #   status   sinfo, or exit 1 if no cluster answers
 #
@@ -103,10 +104,11 @@ if command -v sinfo > /dev/null && answers; then
 fi
 [[ "$(id -u)" == 0 ]] || { echo "error: starting a local SLURM cluster needs root (apt-get, munge, slurmd)" >&2; exit 1; }
 if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
-  command -v apt-get > /dev/null || { echo "error: slurm-wlm and munge are missing and there is no apt-get to install them" >&2; exit 1; }
+  command -v apt-get > /dev/null || { echo "error: SLURM (slurmctld, slurmd) and munge are missing and there is no apt-get to install them" >&2; exit 1; }
   apt-get update -qq > "$DIR.apt.log" 2>&1 9>&- || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >> "$DIR.apt.log" 2>&1 9>&- ||
-    { tail -n 20 "$DIR.apt.log" >&2; echo "error: could not install slurm-wlm and munge (see $DIR.apt.log)" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    slurmctld slurmd slurm-client munge >> "$DIR.apt.log" 2>&1 9>&- ||
+    { tail -n 20 "$DIR.apt.log" >&2; echo "error: could not install slurmctld, slurmd, slurm-client and munge (see $DIR.apt.log)" >&2; exit 1; }
 fi
 
 mkdir -p "$DIR"/{state,spool,log}

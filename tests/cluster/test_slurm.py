@@ -1,5 +1,5 @@
 """The recipes on a real SLURM cluster: a one-node cluster on this machine, started by
-scripts/local-slurm.sh (as root, installing slurm-wlm and munge with apt-get when missing).
+scripts/local-slurm.sh (as root, installing SLURM and munge with apt-get when missing).
 Where it cannot be started (not root, no apt), these tests skip with the reason.
 
 One SMOKE table 3 runs with --launcher slurm --wait: every step is a SLURM job (the manifests
