@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from . import tables
 from .board import Board, BoardCell, BoardRow, Difference, Spread
 from .buckets import Bucket
-from .figures import figure_bytes, figure_title, plt
+from .figures import figure_bytes, figure_title, panel_grid, plt
 from .metrics import METRICS, display_decimals, display_name
 from .failures import FAILURES
 from .render import (
@@ -344,10 +344,12 @@ def length_ratio_plot(board: Board, mean_lengths: Sequence[float], title: Option
 
 
 def failures_plot(board: Board, title: Optional[str] = None) -> bytes:
-    """The failure shares of each bucket (mean over seeds) stacked, a panel per system."""
-    shares = {row.system: [[cell.scores[failure].mean if cell.scores[failure] else None for cell in row.cells]
-                           for failure in FAILURES]
-              for row in board.rows if row.cells}
+    """The failure shares of each bucket (mean over seeds) stacked, a panel per system in the
+    board's order; decoded freely only (the oracle-length rows' shares are in the failure
+    table: a whole board with both would be 54 panels)."""
+    shares = {_legend_label(row): [[cell.scores[failure].mean if cell.scores[failure] else None
+                                    for cell in row.cells] for failure in FAILURES]
+              for row in board.rows if row.cells and not row.oracle_of}
     return stacked_failures(shares, [bucket.label for bucket in board.buckets], title, ["png"])["png"]
 
 
@@ -356,10 +358,9 @@ def oracle_plot(board: Board, mean_lengths: Sequence[float], title: Optional[str
     both ways: free decoding solid, oracle-length decoding dashed, each with a band from the
     lowest to the highest seed."""
     pairs = list(board.oracles.items())
-    figure, axes = plt.subplots(1, max(len(pairs), 1), figsize=(4.6 * max(len(pairs), 1) + 1, 4.2),
-                                layout="constrained", squeeze=False, sharey=True)
+    figure, axes = panel_grid(len(pairs), (4.6, 4.2), extra_width=1)
     positions = [length / board.train_limit for length in mean_lengths]
-    for axis, (oracle, free) in zip(axes[0], pairs):
+    for axis, (oracle, free) in zip(axes.flat, pairs):
         for system, label, style in ((free, "free", "-"), (oracle, "oracle length", "--")):
             points = [(x, cell.scores["bleu"]) for x, cell in zip(positions, board.row(system).cells)
                       if cell.scores["bleu"] is not None]
@@ -369,13 +370,13 @@ def oracle_plot(board: Board, mean_lengths: Sequence[float], title: Optional[str
                               color=line.get_color(), alpha=0.15, linewidth=0)
         axis.axvline(1.0, color="gray", linestyle=":", linewidth=1)
         axis.set_title(free)
-        axis.set_xlabel(f"mean length / training limit ({board.train_limit})")
         axis.grid(alpha=0.3)
         axis.legend(fontsize="small")
     if not pairs:
         axes[0][0].text(0.5, 0.5, "no oracle-length decoding given (--oracle-decoding ORACLE=FREE)",
                         ha="center", va="center", wrap=True, transform=axes[0][0].transAxes)
-    axes[0][0].set_ylabel("BLEU (mean over seeds; band: lowest to highest seed)")
+    figure.supxlabel(f"mean length of the bucket / training limit ({board.train_limit} tokens)")
+    figure.supylabel("BLEU (mean over seeds; band: lowest to highest seed)")
     if title:
         figure_title(figure, title)
     rendered = figure_bytes(figure, "png")

@@ -1,11 +1,29 @@
-"""What the package's plots share: the Agg backend, a title that fits, reproducible bytes."""
+"""What the package's plots share: the Agg backend, panels in rows, a title that fits,
+reproducible bytes."""
 import io
 import textwrap
+from typing import Tuple
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+
+#: panels in a row at most: a whole board's 27 systems in one row could not be read
+PANEL_COLUMNS = 6
+
+
+def panel_grid(panels: int, panel_size: Tuple[float, float], extra_width: float = 0.0):
+    """A figure of ``panels`` axes (one at least) sharing the y axis, in rows of at most
+    PANEL_COLUMNS, the axes a row does not fill hidden; (figure, axes: rows × columns)."""
+    columns = max(min(panels, PANEL_COLUMNS), 1)
+    rows = max(-(-panels // columns), 1)
+    figure, axes = plt.subplots(rows, columns, figsize=(panel_size[0] * columns + extra_width, panel_size[1] * rows),
+                                layout="constrained", squeeze=False, sharey=True)
+    for axis in list(axes.flat)[max(panels, 1):]:
+        axis.set_visible(False)
+    return figure, axes
 
 
 def figure_title(figure, title: str) -> None:

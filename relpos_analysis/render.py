@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from .buckets import Bucket
 from .evaluate import TEST_NAMES, Cell, Change, LengthReport
 from .failures import FAILURES, LOG_PROB
-from .figures import figure_bytes, figure_title, plt
+from .figures import figure_bytes, figure_title, panel_grid, plt
 from .metrics import LOWER_IS_BETTER, METRICS, display_decimals, display_name
 from . import tables
 from .tables import DELTA, EMPTY, MINUS, FEW, SAME, SENTENCES, SIGNIFICANT, Raw, Table, Text
@@ -254,16 +254,16 @@ def oracle_plot(report: LengthReport, title: Optional[str] = None,
     decoding solid, oracle-length decoding dashed, 95% intervals as error bars."""
     metric = main_metric(report.metrics)
     pairs = list(report.oracles.items())
-    figure, axes = plt.subplots(1, max(len(pairs), 1), figsize=(4.6 * max(len(pairs), 1) + 1, 4.2),
-                                layout="constrained", squeeze=False, sharey=True)
-    for axis, (oracle, free) in zip(axes[0], pairs):
+    figure, axes = panel_grid(len(pairs), (4.6, 4.2), extra_width=1)
+    for axis, (oracle, free) in zip(axes.flat, pairs):
         _score_lines(axis, report, metric, [(free, "free", "-"), (oracle, "oracle length", "--")],
                      emphasise_baseline=False)
         axis.set_title(free)
         axis.legend(fontsize="small")
     if not pairs:
         _say(axes[0][0], "no oracle-length decoding given (--oracle-decoding ORACLE=FREE)")
-    axes[0][0].set_ylabel(f"{display_name(metric)}")
+    for axis in axes[:, 0]:
+        axis.set_ylabel(f"{display_name(metric)}")
     return _rendered(figure, title, formats)
 
 
@@ -280,10 +280,7 @@ def stacked_failures(shares: Dict[str, List[List[Optional[float]]]], labels: Seq
                      title: Optional[str], formats: Sequence[str]) -> Dict[str, bytes]:
     """``shares[system][failure][bucket]`` (percent; None for an empty bucket) as stacked
     bars, a panel per system: the report's and the board's failures plot."""
-    columns = max(min(len(shares), 4), 1)
-    rows = max(-(-len(shares) // columns), 1)
-    figure, axes = plt.subplots(rows, columns, figsize=(3.6 * columns + 1.5, 3.2 * rows),
-                                layout="constrained", squeeze=False, sharey=True)
+    figure, axes = panel_grid(len(shares), (3.6, 3.2), extra_width=1.5)
     positions = range(len(labels))
     for axis, (system, by_failure) in zip(axes.flat, shares.items()):
         bottom = [0.0] * len(labels)
@@ -295,10 +292,7 @@ def stacked_failures(shares: Dict[str, List[List[Optional[float]]]], labels: Seq
         axis.set_xticks(list(positions), labels, fontsize="small")
         axis.set_title(system, fontsize="medium")
         axis.grid(axis="y", alpha=0.3)
-    for axis in list(axes.flat)[len(shares):]:
-        axis.set_visible(False)
     if not shares:
-        axes[0][0].set_visible(True)
         _say(axes[0][0], "no system has translations")
     for axis in axes[:, 0]:
         axis.set_ylabel("sentences (%)")

@@ -258,3 +258,24 @@ def test_a_whole_board_is_drawn_in_panels_of_ranks_with_the_baseline_in_each():
     few = build_board(lengths, refs, {name: systems[name] for name in ("abs", "s00", "s01")},
                       buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs")
     assert [[row.system for row in panel] for panel in board_render.curve_panels(few)] == [["s00", "s01"]]
+
+
+def png_size(png: bytes):
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def test_a_whole_boards_failures_and_oracle_lengths_are_drawn_in_rows_of_panels():
+    """27 systems, each also decoded at the references' lengths: the panels of the failure
+    and oracle figures stand in rows of six, not in one row a hundred inches wide; the failure
+    figure has the freely decoded systems only."""
+    refs = corpus(n=40)
+    lengths = [len(ref.split()) for ref in refs]
+    names = ["abs"] + [f"s{k:02d}" for k in range(26)]
+    systems = {name: [degraded(refs, 0.01, k / 40, 1)] for k, name in enumerate(names)}
+    systems.update({f"{name}+oracle": [degraded(refs, 0.01, k / 50, 2)] for k, name in enumerate(names)})
+    options = ScoringOptions(tokenize="none", n_bootstrap=10, seed=1)
+    board = build_board(lengths, refs, systems, buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs",
+                        oracles={f"{name}+oracle": name for name in names})
+    for png in (board_render.failures_plot(board), board_render.oracle_plot(board, [10, 25, 35])):
+        width, height = png_size(png)
+        assert png.startswith(b"\x89PNG") and 1 < width / height < 2.5, (width, height)  # five rows of six
