@@ -15,6 +15,14 @@ SHARED = REPO_ROOT.parent / "shared"
 BIN_DIR = Path(sys.executable).parent
 
 
+def pytest_collection_modifyitems(items):
+    """The modules with slow tests first, each module's tests kept together (its fixtures are
+    set up once): the workers start on the longest work and the many quick tests fill in at
+    the end, instead of one long test running alone while the other worker idles."""
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: the order within stays
+
+
 @functools.lru_cache(maxsize=None)
 def local_slurm() -> Tuple[Optional[str], str]:
     """(SLURM_CONF of a running one-node cluster, started by scripts/local-slurm.sh if none
