@@ -283,18 +283,13 @@ def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], yl
     black) in every panel where there are several (curve_panels)."""
     panels = curve_panels(board)
     baseline = next((row for row in board.rows if row.system == board.baseline and row.cells), None)
-    columns = min(len(panels), 3)
-    grid_rows = -(-len(panels) // columns)
-    width, height = (9, 5) if len(panels) == 1 else (5.2 * columns, 3.6 * grid_rows + 0.6)
-    figure, axes = plt.subplots(grid_rows, columns, figsize=(width, height), layout="constrained",
-                                sharex=True, sharey=True, squeeze=False)
+    if len(panels) == 1:
+        figure, axes = panel_grid(1, (9, 5))
+    else:
+        figure, axes = panel_grid(len(panels), (5.2, 3.6), extra=(0, 0.6), columns=3, sharex=True)
     positions = [length / board.train_limit for length in mean_lengths]
     colours = plt.get_cmap("tab10")
-    for index, axis in enumerate(axes.flat):
-        if index >= len(panels):
-            axis.set_visible(False)
-            continue
-        rows = panels[index]
+    for axis, rows in zip(axes.flat, panels):
         if baseline is not None:
             _curve(axis, baseline, value, positions, "black", "-", 2.4)
         for k, row in enumerate(rows):
@@ -321,14 +316,16 @@ def curves_plot(board: Board, value: Callable[[BoardCell], Optional[Spread]], yl
 
 
 def _curve(axis, row: BoardRow, value: Callable[[BoardCell], Optional[Spread]], positions: Sequence[float],
-           colour, style: str, width: float) -> None:
+           colour=None, style: str = "-", width: float = 1.5, label: Optional[str] = None) -> None:
+    """``row``'s means against ``positions`` with a band from its lowest to its highest seed
+    (``colour`` None: the axis's next colour)."""
     points = [(x, spread) for x, spread in zip(positions, (value(cell) for cell in row.cells)) if spread is not None]
     if not points:
         return
     xs = [x for x, _ in points]
-    axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3, color=colour, linewidth=width,
-              label=_legend_label(row))
-    axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points], color=colour, alpha=0.15,
+    line, = axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3, color=colour,
+                      linewidth=width, label=label or _legend_label(row))
+    axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points], color=line.get_color(), alpha=0.15,
                       linewidth=0)
 
 
@@ -358,16 +355,11 @@ def oracle_plot(board: Board, mean_lengths: Sequence[float], title: Optional[str
     both ways: free decoding solid, oracle-length decoding dashed, each with a band from the
     lowest to the highest seed."""
     pairs = list(board.oracles.items())
-    figure, axes = panel_grid(len(pairs), (4.6, 4.2), extra_width=1)
+    figure, axes = panel_grid(len(pairs), (4.6, 4.2), extra=(1, 0))
     positions = [length / board.train_limit for length in mean_lengths]
     for axis, (oracle, free) in zip(axes.flat, pairs):
         for system, label, style in ((free, "free", "-"), (oracle, "oracle length", "--")):
-            points = [(x, cell.scores["bleu"]) for x, cell in zip(positions, board.row(system).cells)
-                      if cell.scores["bleu"] is not None]
-            xs = [x for x, _ in points]
-            line, = axis.plot(xs, [s.mean for _, s in points], style, marker="o", markersize=3, label=label)
-            axis.fill_between(xs, [s.lo for _, s in points], [s.hi for _, s in points],
-                              color=line.get_color(), alpha=0.15, linewidth=0)
+            _curve(axis, board.row(system), lambda cell: cell.scores["bleu"], positions, style=style, label=label)
         axis.axvline(1.0, color="gray", linestyle=":", linewidth=1)
         axis.set_title(free)
         axis.grid(alpha=0.3)

@@ -14,13 +14,14 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 PANEL_COLUMNS = 6
 
 
-def panel_grid(panels: int, panel_size: Tuple[float, float], extra_width: float = 0.0):
+def panel_grid(panels: int, panel_size: Tuple[float, float], extra: Tuple[float, float] = (0.0, 0.0),
+               columns: int = PANEL_COLUMNS, sharex: bool = False):
     """A figure of ``panels`` axes (one at least) sharing the y axis, in rows of at most
-    PANEL_COLUMNS, the axes a row does not fill hidden; (figure, axes: rows × columns)."""
-    columns = max(min(panels, PANEL_COLUMNS), 1)
+    ``columns``, the axes a row does not fill hidden; (figure, axes: rows × columns)."""
+    columns = max(min(panels, columns), 1)
     rows = max(-(-panels // columns), 1)
-    figure, axes = plt.subplots(rows, columns, figsize=(panel_size[0] * columns + extra_width, panel_size[1] * rows),
-                                layout="constrained", squeeze=False, sharey=True)
+    figure, axes = plt.subplots(rows, columns, layout="constrained", squeeze=False, sharex=sharex, sharey=True,
+                                figsize=(panel_size[0] * columns + extra[0], panel_size[1] * rows + extra[1]))
     for axis in list(axes.flat)[max(panels, 1):]:
         axis.set_visible(False)
     return figure, axes

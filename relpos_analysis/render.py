@@ -254,7 +254,7 @@ def oracle_plot(report: LengthReport, title: Optional[str] = None,
     decoding solid, oracle-length decoding dashed, 95% intervals as error bars."""
     metric = main_metric(report.metrics)
     pairs = list(report.oracles.items())
-    figure, axes = panel_grid(len(pairs), (4.6, 4.2), extra_width=1)
+    figure, axes = panel_grid(len(pairs), (4.6, 4.2), extra=(1, 0))
     for axis, (oracle, free) in zip(axes.flat, pairs):
         _score_lines(axis, report, metric, [(free, "free", "-"), (oracle, "oracle length", "--")],
                      emphasise_baseline=False)
@@ -280,7 +280,7 @@ def stacked_failures(shares: Dict[str, List[List[Optional[float]]]], labels: Seq
                      title: Optional[str], formats: Sequence[str]) -> Dict[str, bytes]:
     """``shares[system][failure][bucket]`` (percent; None for an empty bucket) as stacked
     bars, a panel per system: the report's and the board's failures plot."""
-    figure, axes = panel_grid(len(shares), (3.6, 3.2), extra_width=1.5)
+    figure, axes = panel_grid(len(shares), (3.6, 3.2), extra=(1.5, 0))
     positions = range(len(labels))
     for axis, (system, by_failure) in zip(axes.flat, shares.items()):
         bottom = [0.0] * len(labels)
