@@ -25,7 +25,7 @@ from .evaluate import ScoringOptions
 from .failures import SHORT_RATIO
 from .io import InputError, check_parallel, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
-from .metrics import TOKENIZERS, parse_metrics
+from .metrics import METRICS, TOKENIZERS, parse_metrics
 from .segment_scores import read_log_probs
 from .textcheck import check_no_subword_markers, check_segmented
 
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a scheme's mean log2-probability per token of each translation (the translate "
                              "tool's hyp.scores), a file per train band: the failure column 'log2 p/token'; "
                              "every scheme or none")
-    parser.add_argument("--metrics", default="bleu", help="comma-separated subset of bleu,ter,chrf (default: bleu)")
+    parser.add_argument("--metrics", default="bleu", help=f"comma-separated subset of {','.join(METRICS)} (default: bleu)")
     parser.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
                         help="BLEU tokenizer (default: 13a, or the one for --target-lang); none for tokenized text")
     parser.add_argument("--target-lang", default="", metavar="LANG")

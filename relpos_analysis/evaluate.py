@@ -2,6 +2,7 @@
 failures of their translations per bucket (relpos_analysis.failures); the drop of each score
 from within a training-length limit to each bucket beyond it; and what decoding with the
 references' lengths changes (oracle-length decoding, relpos_analysis.docs: docs/analysis.md)."""
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -13,8 +14,9 @@ from .buckets import Bucket, bucket_members
 from .cache import StatisticsCache
 from .io import InputError, check_parallel
 from .metrics import (
-    METRICS, MetricConfig, SegmentMean, corpus_score, length_ratio, scores_from_sums,
-    segment_signature, segment_statistics, sentence_statistics, signature,
+    DEFAULT_METRICS, EXACT, LOWER_IS_BETTER, METRICS, SACREBLEU_METRICS, MetricConfig, SegmentMean, corpus_score, exact_matches,
+    exact_signature, length_ratio, scores_from_sums, segment_signature, segment_statistics, sentence_statistics,
+    signature,
 )
 
 PAIRED_TESTS = ("bs", "ar")
@@ -26,7 +28,8 @@ class ScoringOptions:
     """How sentences are scored and resampled, and where the work goes: one object for the
     report, the leaderboard and the library.
 
-    ``metrics``: sacrebleu's metrics to compute; ``tokenize``, ``lowercase``, ``target_lang``:
+    ``metrics``: the metrics to compute, sacrebleu's and ``exact`` (exact match, see
+    relpos_analysis.metrics.exact_matches); ``tokenize``, ``lowercase``, ``target_lang``:
     their options (``tokenize`` None: sacrebleu's tokenizer for ``target_lang``); resampling:
     ``n_bootstrap`` resamples for intervals and the paired bootstrap (0: none),
     ``paired_test`` "bs" or "ar" (``ar_trials`` trials), ``seed``; ``short_ratio``: a
@@ -35,7 +38,7 @@ class ScoringOptions:
     bucket beyond it is compared with the sentences within it (None: no such comparison);
     ``workers`` processes compute sentence statistics, read from and added to ``cache``
     (relpos_analysis.cache); ``progress`` receives a line with the time of each stage."""
-    metrics: Tuple[str, ...] = METRICS
+    metrics: Tuple[str, ...] = DEFAULT_METRICS
     tokenize: Optional[str] = None
     lowercase: bool = False
     target_lang: str = ""
@@ -50,7 +53,9 @@ class ScoringOptions:
     progress: Optional[Callable[[str], None]] = None
 
     def metric_configs(self) -> List[MetricConfig]:
-        return [MetricConfig(name, self.tokenize, self.lowercase, self.target_lang) for name in self.metrics]
+        """sacrebleu's metrics among ``metrics``, with their options."""
+        return [MetricConfig(name, self.tokenize, self.lowercase, self.target_lang)
+                for name in self.metrics if name in SACREBLEU_METRICS]
 
     def check(self, n_sentences: int = 0) -> None:
         """Refuse options no report can run with (given ``n_sentences``, also resampling
@@ -149,6 +154,9 @@ class LengthReport:
     oracles: Dict[str, str] = field(default_factory=dict)
     oracle_gains: Dict[Tuple[str, Optional[Bucket]], Dict[str, Change]] = field(default_factory=dict)
     failed: Dict[str, str] = field(default_factory=dict)
+    # the system that is a human translation (a second reference scored against the others):
+    # how its scores change with length is the metrics' own length bias (see length_bias)
+    reference_row: Optional[str] = None
 
     def cell(self, system: str, bucket: Optional[Bucket]) -> Cell:
         return next(c for c in self.cells if c.system == system and c.bucket == bucket)
@@ -176,6 +184,45 @@ class LengthReport:
 
 
 Lengths = Union[Sequence[int], Mapping[str, Sequence[int]]]
+
+# A metric whose score of a human translation worsens by more than this share of its value
+# from the shortest bucket to the longest is flagged: part of every system's drop by length
+# is then the metric's own (Zhang et al. 2025, "Penalizing length", docs/analysis.md).
+LENGTH_BIAS_THRESHOLD = 0.05
+
+
+@dataclass(frozen=True)
+class LengthBias:
+    """How one system's score of ``metric`` changes from its shortest bucket with sentences
+    (``first``) to its longest (``last``): ``worsening`` is the change towards worse as a
+    share of the first score (TER rising, the others falling; inf from a perfect TER of 0)."""
+    metric: str
+    first: Bucket
+    first_score: float
+    last: Bucket
+    last_score: float
+    worsening: float
+
+    @property
+    def flagged(self) -> bool:
+        return self.worsening > LENGTH_BIAS_THRESHOLD
+
+
+def length_bias(report: LengthReport, system: str) -> List[LengthBias]:
+    """``system``'s LengthBias for every score metric of the report (failure columns aside),
+    where at least two of its buckets have sentences."""
+    scored = [bucket for bucket, size in zip(report.buckets, report.sizes[system]) if size]
+    if len(scored) < 2:
+        return []
+    first, last = scored[0], scored[-1]
+    biases = []
+    for metric in report.metrics:
+        start = report.cell(system, first).results[metric].score
+        end = report.cell(system, last).results[metric].score
+        change = (end - start) if metric in LOWER_IS_BETTER else (start - end)
+        worsening = change / abs(start) if start else (math.inf if change > 0 else 0.0)
+        biases.append(LengthBias(metric, first, start, last, end, worsening))
+    return biases
 
 
 def evaluate_by_length(
@@ -243,13 +290,17 @@ def evaluate_by_length(
         stats = sentence_statistics(configs, references, systems, options.workers, options.cache,
                                     options.progress)
     else:
-        stats = {metric: {name: statistics[metric][name] for name in names} for metric in options.metrics}
+        stats = {config.name: {name: statistics[config.name][name] for name in names} for config in configs}
         for metric, by_system in stats.items():
             for name, rows in by_system.items():
                 if len(rows) != n_sentences:
                     raise ValueError(f"statistics of {name} ({metric}): {len(rows)} sentences, "
                                      f"expected {n_sentences}")
     scorers = {config.name: config.build() for config in configs}
+    if EXACT in options.metrics:
+        scorers[EXACT] = SegmentMean(EXACT)
+        stats[EXACT] = {name: segment_statistics(exact_matches(hyps, references, options.lowercase))
+                        for name, hyps in systems.items()}
     for metric, by_system in segment_scores.items():
         scorers[metric] = SegmentMean(metric)
         stats[metric] = {name: segment_statistics(by_system[name], f"{metric} scores of {name}")
@@ -295,6 +346,8 @@ def evaluate_by_length(
 
     resampling = options.resampling
     signatures = {config.name: signature(config, len(references), **resampling) for config in configs}
+    if EXACT in options.metrics:
+        signatures[EXACT] = exact_signature(options.lowercase, **resampling)
     signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
     signatures.update({metric: failures.signature(metric, tokenizer.tokenizer_signature, options.short_ratio,
                                                   **resampling)

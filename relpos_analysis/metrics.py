@@ -23,8 +23,13 @@ from . import failures, ter
 from .cache import StatisticsCache
 from .io import InputError
 
-METRICS = ("bleu", "ter", "chrf")
-DISPLAY_NAMES = {"bleu": "BLEU", "ter": "TER", "chrf": "chrF"}
+SACREBLEU_METRICS = ("bleu", "ter", "chrf")
+# exact match: the share of translations equal to a reference, the measure SCAN and other
+# generated tasks are judged by (scored as a metric computed elsewhere is: SegmentMean)
+EXACT = "exact"
+METRICS = SACREBLEU_METRICS + (EXACT,)  # what --metrics can ask for
+DEFAULT_METRICS = SACREBLEU_METRICS
+DISPLAY_NAMES = {"bleu": "BLEU", "ter": "TER", "chrf": "chrF", EXACT: "exact %"}
 LOWER_IS_BETTER = {"ter"}
 TOKENIZERS = tuple(BLEU.TOKENIZERS)
 
@@ -78,11 +83,31 @@ def display_decimals(metric: str, scores: Sequence[Optional[float]]) -> int:
 
 
 def parse_metrics(text: str) -> List[str]:
+    """The metrics a --metrics list names, in its order."""
     names = [name.strip().lower() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in METRICS]
     if unknown or not names:
         raise InputError(f"--metrics takes a list from {','.join(METRICS)}, got {text!r}")
     return list(dict.fromkeys(names))
+
+
+def exact_matches(hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                  lowercase: bool = False) -> List[float]:
+    """Each translation's exact match: 100 if its whitespace tokens are those of one of the
+    ``references`` (streams, as sacrebleu takes them), else 0; a set's mean is its share in
+    percent.  Case counts unless ``lowercase``."""
+    def normal(text: str) -> Tuple[str, ...]:
+        return tuple((text.lower() if lowercase else text).split())
+
+    return [100.0 if normal(hyp) in {normal(stream[i]) for stream in references} else 0.0
+            for i, hyp in enumerate(hypotheses)]
+
+
+def exact_signature(lowercase: bool, **resampling) -> str:
+    """What the exact-match column counts, in the form of sacrebleu's signatures."""
+    parts = ["share:translation equal to a reference, whitespace tokens", f"case:{'lc' if lowercase else 'mixed'}"]
+    parts += [f"{key}:{resampling[key]}" for key in ("bs", "ar", "seed") if resampling.get(key) is not None]
+    return "|".join(parts)
 
 
 def signature(config: MetricConfig, n_references: int, **resampling) -> str:

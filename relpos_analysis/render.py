@@ -9,10 +9,10 @@ import math
 from typing import Dict, List, Optional, Sequence
 
 from .buckets import Bucket
-from .evaluate import TEST_NAMES, Cell, Change, LengthReport
+from .evaluate import LENGTH_BIAS_THRESHOLD, TEST_NAMES, Cell, Change, LengthReport, length_bias
 from .failures import FAILURES, LOG_PROB
 from .figures import figure_bytes, figure_title, panel_grid, plt
-from .metrics import LOWER_IS_BETTER, METRICS, display_decimals, display_name
+from .metrics import LOWER_IS_BETTER, METRICS, SACREBLEU_METRICS, display_decimals, display_name
 from . import tables
 from .tables import DELTA, EMPTY, MINUS, FEW, SAME, SENTENCES, SIGNIFICANT, Raw, Table, Text
 
@@ -60,6 +60,11 @@ def records(report: LengthReport) -> List[dict]:
                 row.update(change_fields(f"{metric}_oracle_gain", gains.get(metric), with_p=True))
         for metric in metrics:
             row[f"{metric}_signature"] = report.signatures.get(metric)
+        if report.reference_row is not None:
+            row["reference_row"] = cell.system == report.reference_row
+            if row["reference_row"] and cell.bucket is None:
+                row.update({f"{bias.metric}_length_bias": bias.worsening
+                            for bias in length_bias(report, cell.system)})
         rows.append(row)
     for name, why in report.failed.items():
         rows.append({"system": name, "baseline": report.baseline, "bucket": None, "bucket_lo": None,
@@ -69,7 +74,7 @@ def records(report: LengthReport) -> List[dict]:
 
 def all_metric_names(report: LengthReport) -> List[str]:
     """sacrebleu's metrics, whether computed or not, then the others of the report."""
-    return list(METRICS) + [metric for metric in report.all_metrics if metric not in METRICS]
+    return list(SACREBLEU_METRICS) + [metric for metric in report.all_metrics if metric not in SACREBLEU_METRICS]
 
 
 def change_fields(name: str, change: Optional[Change], with_p: bool = False) -> Dict[str, Optional[float]]:
@@ -92,7 +97,8 @@ def report_tables(report: LengthReport, title: Optional[str] = None, failed_note
     """The scores per bucket, the failures per bucket, and where they apply the drop beyond
     the training limit and the comparison of free with oracle-length decoding; with
     ``failed_note``, the failed systems in a note under the scores."""
-    score_notes = _notes(report) + segment_scores_note(report.metrics) + (_failed_note(report) if failed_note else [])
+    score_notes = (_notes(report) + segment_scores_note(report.metrics) + reference_row_note(report)
+                   + (_failed_note(report) if failed_note else []))
     result = [metric_table(report, report.metrics, title, score_notes),
               metric_table(report, report.failure_metrics, "Failures per length bucket",
                            [failure_note(report.failure_metrics, report.signatures)])]
@@ -459,6 +465,30 @@ def _notes(report: LengthReport) -> List[Text]:
                  "translations, or ones that differ only in what the metrics ignore): no "
                  "difference to test (p = 1)."]
     return [tuple(note)]
+
+
+def reference_row_note(report: LengthReport) -> List[Text]:
+    """What the reference row is, and the metrics whose score of it worsens with length."""
+    row = report.reference_row
+    if row is None:
+        return []
+    note = (f"{row}: the second reference, scored as a system against the other reference(s): a human "
+            "translation's score per bucket.")
+    biases = length_bias(report, row)
+    flagged = [bias for bias in biases if bias.flagged]
+    if flagged:
+        changes = "; ".join(
+            f"{display_name(bias.metric)} from {bias.first_score:.{decimals}f} ({bias.first.label}) to "
+            f"{bias.last_score:.{decimals}f} ({bias.last.label}), {bias.worsening:.0%} worse"
+            for bias in flagged
+            for decimals in [display_decimals(bias.metric, [bias.first_score, bias.last_score])])
+        note += (f" Length bias of the metric (its score of the human translation worsens by more than "
+                 f"{LENGTH_BIAS_THRESHOLD:.0%} from the shortest bucket to the longest): {changes}; so much of "
+                 "every system's change with length is the metric's own.")
+    elif biases:
+        note += (f" No metric's score of it worsens by more than {LENGTH_BIAS_THRESHOLD:.0%} from the shortest "
+                 "bucket to the longest.")
+    return [note]
 
 
 def _failed_note(report: LengthReport) -> List[Text]:

@@ -28,7 +28,7 @@ from .io import (
     InputError, check_parallel, existing_file, parse_named, read_lines, read_segments,
 )
 from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
-from .metrics import METRICS, TOKENIZERS, MetricConfig, parse_metrics
+from .metrics import DEFAULT_METRICS, METRICS, TOKENIZERS, MetricConfig, parse_metrics
 from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {
@@ -48,6 +48,8 @@ HISTOGRAM_FORMATS = ("png", "pdf", "svg")
 _TOKENIZED_LINES_WARNING = 100
 # Sentence x system pairs from which a report prints its stages (a few seconds' work).
 PROGRESS_MIN_PAIRS = 10_000
+# the row of --reference-baseline: the second reference, scored as a system
+REFERENCE_ROW = "reference-2"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a metric computed elsewhere (e.g. COMET): FILE has SYSTEM's score of "
                         "each sentence, one per line; scored per bucket as their mean, with the "
                         "same intervals and tests; repeat for every system")
+    inputs.add_argument("--reference-baseline", action="store_true",
+                        help=f"score the second --ref as one more system, {REFERENCE_ROW!r}, against the other "
+                        "references (the systems too): a human translation's score per bucket, which says how "
+                        "much of a drop by length is the metric's own; a metric whose row worsens by more than "
+                        "5%% from the shortest bucket to the longest is flagged. With --segment-scores, give "
+                        f"its scores as a system's (NAME:{REFERENCE_ROW}=FILE)")
     add_failure_options(inputs, per_seed=False)
     inputs.add_argument("--allow-subwords", action="store_true",
                         help="score references and translations that still carry BPE ('@@ ') or "
@@ -107,8 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "with a 95%% interval)")
 
     scoring = parser.add_argument_group("scoring (sacrebleu)")
-    scoring.add_argument("--metrics", default=",".join(METRICS),
-                         help="comma-separated subset of bleu,ter,chrf (default: all)")
+    scoring.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+                         help=f"comma-separated subset of {','.join(METRICS)} (default: {','.join(DEFAULT_METRICS)}); "
+                         "exact: the share of translations equal to a reference (whitespace tokens), SCAN's measure")
     scoring.add_argument("--target-lang", metavar="LANG", default="",
                          help="language code of the translations: BLEU's tokenizer is then "
                          "sacrebleu's for it (zh: zh, ja: ja-mecab, ko: ko-mecab, others: 13a)")
@@ -166,7 +175,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     targets = _output_targets(args)
     systems_files = parse_named(args.system, "--system", "NAME=FILE")
     names = [name for name, _ in systems_files]
-    score_files = segment_scores.parse_specs(args.segment_scores, names)
+    rows_files = systems_files + ([(REFERENCE_ROW, args.ref[1])] if _check_reference_baseline(args, names) else [])
+    score_files = segment_scores.parse_specs(args.segment_scores, [name for name, _ in rows_files])
     seeds = {name: 1 for name in names}
     log_prob_files = {name: paths[0] for name, paths in
                       every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=False).items()}
@@ -202,6 +212,11 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     source = read_segments(args.source, "source", "--source")
     references = [read_segments(path, "reference", "--ref") for path in args.ref]
     systems = {name: read_segments(path, "system", f"--system {name}") for name, path in systems_files}
+    # with --reference-baseline the second reference is a system, and the others are the references
+    scoring_references = references
+    if args.reference_baseline:
+        systems[REFERENCE_ROW] = references[1]
+        scoring_references = references[:1] + references[2:]
     length_lines = read_lines(args.length_file, "--length-file") if args.length_file else None
     reference_length_lines = (read_lines(args.reference_lengths, "--reference-lengths")
                               if args.reference_lengths else None)
@@ -240,7 +255,7 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         )
 
     texts = LengthTexts(source, references[0], systems, length_lines, reference_length_lines, system_length_lines)
-    lengths, length_label = _lengths(args, side, texts, systems_files, system_length_files)
+    lengths, length_label = _lengths(args, side, texts, rows_files, system_length_files)
     if buckets is None:
         pooled = [length for values in (lengths.values() if isinstance(lengths, dict) else [lengths])
                   for length in values]
@@ -254,9 +269,10 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
         progress(f"inputs read: {len(source)} sentences, {len(systems)} systems, "
                  f"{time.perf_counter() - start_time:.1f} s")
     options = dataclasses.replace(options, cache=cache, progress=progress)
-    report = evaluate_by_length(lengths, references, systems, buckets, options, baseline=args.baseline,
+    report = evaluate_by_length(lengths, scoring_references, systems, buckets, options, baseline=args.baseline,
                                 segment_scores=scores, log_probs=log_probs or None, oracles=oracles)
-    report = dataclasses.replace(report, failed=failures)
+    report = dataclasses.replace(report, failed=failures,
+                                 reference_row=REFERENCE_ROW if args.reference_baseline else None)
     start_time = time.perf_counter()
     markdown = render.markdown_table(report, args.title)
     outputs = _rendered_outputs(args, targets, report, markdown, length_label)
@@ -287,6 +303,21 @@ def _rendered_outputs(args, targets, report, markdown, length_label) -> Dict[Pat
             fmt=path.suffix[1:].lower(),
         )
     return contents
+
+
+def _check_reference_baseline(args, names: List[str]) -> bool:
+    """Whether the report has --reference-baseline's row, after refusing what it cannot go with."""
+    if not args.reference_baseline:
+        return False
+    if len(args.ref) < 2:
+        raise InputError("--reference-baseline scores the second --ref against the first: give two or more --ref")
+    if REFERENCE_ROW in names:
+        raise InputError(f"--system {REFERENCE_ROW}: the name of --reference-baseline's row; name the system otherwise")
+    given = [option for option, value in (("--system-scores", args.system_scores),
+                                          ("--system-lengths", args.system_lengths)) if value]
+    if given:
+        raise InputError(f"--reference-baseline: a reference has no {given[0]}; drop one of them")
+    return True
 
 
 def _output_targets(args) -> Dict[str, Tuple[str, Path]]:
