@@ -208,10 +208,11 @@ class LengthBias:
         return self.worsening > LENGTH_BIAS_THRESHOLD
 
 
-def length_bias(report: LengthReport, system: str) -> List[LengthBias]:
+def length_bias(report: LengthReport, system: str, min_size: int = 1) -> List[LengthBias]:
     """``system``'s LengthBias for every score metric of the report (failure columns aside),
-    where at least two of its buckets have sentences."""
-    scored = [bucket for bucket, size in zip(report.buckets, report.sizes[system]) if size]
+    from its shortest to its longest bucket of at least ``min_size`` sentences (a handful of
+    sentences would judge the metric by their chance), where there are two such buckets."""
+    scored = [bucket for bucket, size in zip(report.buckets, report.sizes[system]) if size >= max(min_size, 1)]
     if len(scored) < 2:
         return []
     first, last = scored[0], scored[-1]

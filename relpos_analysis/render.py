@@ -64,7 +64,7 @@ def records(report: LengthReport) -> List[dict]:
             row["reference_row"] = cell.system == report.reference_row
             if row["reference_row"] and cell.bucket is None:
                 row.update({f"{bias.metric}_length_bias": bias.worsening
-                            for bias in length_bias(report, cell.system)})
+                            for bias in length_bias(report, cell.system, MIN_SIZE_FOR_MARKS)})
         rows.append(row)
     for name, why in report.failed.items():
         rows.append({"system": name, "baseline": report.baseline, "bucket": None, "bucket_lo": None,
@@ -474,7 +474,7 @@ def reference_row_note(report: LengthReport) -> List[Text]:
         return []
     note = (f"{row}: the second reference, scored as a system against the other reference(s): a human "
             "translation's score per bucket.")
-    biases = length_bias(report, row)
+    biases = length_bias(report, row, MIN_SIZE_FOR_MARKS)
     flagged = [bias for bias in biases if bias.flagged]
     if flagged:
         changes = "; ".join(
@@ -483,11 +483,11 @@ def reference_row_note(report: LengthReport) -> List[Text]:
             for bias in flagged
             for decimals in [display_decimals(bias.metric, [bias.first_score, bias.last_score])])
         note += (f" Length bias of the metric (its score of the human translation worsens by more than "
-                 f"{LENGTH_BIAS_THRESHOLD:.0%} from the shortest bucket to the longest): {changes}; so much of "
-                 "every system's change with length is the metric's own.")
+                 f"{LENGTH_BIAS_THRESHOLD:.0%} from the shortest bucket to the longest of {MIN_SIZE_FOR_MARKS} "
+                 f"sentences or more): {changes}; so much of every system's change with length is the metric's own.")
     elif biases:
         note += (f" No metric's score of it worsens by more than {LENGTH_BIAS_THRESHOLD:.0%} from the shortest "
-                 "bucket to the longest.")
+                 f"bucket to the longest of {MIN_SIZE_FOR_MARKS} sentences or more.")
     return [note]
 
 
