@@ -59,14 +59,17 @@ def marker(tmp_path, monkeypatch):
     return tmp_path / "MARKER"
 
 
+def state_carrying_code(marker):
+    return {"model": {"w": torch.ones(2)}, "extra_state": {"x": RunsCode(f"touch {marker}")}}
+
+
 @pytest.fixture
 def carrying_code(tmp_path, marker):
-    return save({"model": {"w": torch.ones(2)}, "extra_state": {"x": RunsCode(f"touch {marker}")}},
-                tmp_path / "evil.pt")
+    return save(state_carrying_code(marker), tmp_path / "evil.pt")
 
 
-def refusal(path, found="posix.system"):
-    return (f"refused to load {path}: it needs {found}, which a fairseq checkpoint does not hold and which could "
+def refusal(path):
+    return (f"refused to load {path}: it needs posix.system, which a fairseq checkpoint does not hold and which could "
             f"run code as it loads; to load a file you trust, set {TRUST_VARIABLE}={path} (or =1 for every "
             "checkpoint)")
 
@@ -96,8 +99,7 @@ def test_what_fairseq_checkpoints_hold_loads_weights_only(legacy, tmp_path, mark
 def test_a_checkpoint_carrying_code_is_refused_in_one_line(legacy, tmp_path, marker):
     from fairseq import checkpoint_utils
 
-    path = save({"model": {"w": torch.ones(2)}, "extra_state": {"x": RunsCode(f"touch {marker}")}},
-                tmp_path / "evil.pt", legacy)
+    path = save(state_carrying_code(marker), tmp_path / "evil.pt", legacy)
     for load in (checkpoint_utils.load_checkpoint_to_cpu, checkpoint_utils.load_ema_from_checkpoint):
         with pytest.raises(UntrustedCheckpointError) as refused:
             load(str(path))
@@ -124,13 +126,10 @@ def test_the_hub_refuses_a_checkpoint_carrying_code(carrying_code, marker):
 
 
 @pytest.mark.parametrize("trust", ["file", "folder", "every"])
-def test_a_trusted_checkpoint_loads(trust, carrying_code, marker, monkeypatch, tmp_path):
-    other = tmp_path / "other.pt"
-    monkeypatch.setenv(TRUST_VARIABLE, os.pathsep.join([str(other), str(carrying_code)]))
-    if trust == "folder":
-        monkeypatch.setenv(TRUST_VARIABLE, str(tmp_path))
-    elif trust == "every":
-        monkeypatch.setenv(TRUST_VARIABLE, "1")
+def test_a_trusted_checkpoint_loads(trust, carrying_code, marker, monkeypatch):
+    folder = carrying_code.parent
+    monkeypatch.setenv(TRUST_VARIABLE, {"file": os.pathsep.join([str(folder / "other.pt"), str(carrying_code)]),
+                                        "folder": str(folder), "every": "1"}[trust])
     assert load_checkpoint(carrying_code)["model"]["w"].tolist() == [1.0, 1.0]
     assert marker.exists()  # a trusted file is unpickled in full: its code ran
 
