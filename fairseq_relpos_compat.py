@@ -8,8 +8,9 @@ module is first imported (a post-import hook), never fairseq eagerly.
 
 Every fix touches only fairseq's and hydra's config classes or names inside fairseq and
 hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13
-dropped (for antlr4 and hydra); each is a no-op on a stack that does not need it, and can be
-switched off:
+dropped (for antlr4 and hydra), and ``checkpoint_load``, which also tells torch's weights-only
+unpickler what fairseq checkpoints hold; each is a no-op on a stack that does not need it,
+and can be switched off:
 
     FAIRSEQ_RELPOS_COMPAT=0              switch every fix off
     FAIRSEQ_RELPOS_COMPAT_<NAME>=0       switch one fix off (NAME as in FIXES, upper case)
@@ -21,7 +22,9 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import pickle
 import pkgutil
+import re
 import sys
 import types
 
@@ -83,16 +86,131 @@ def _fix_dataclass_hash():
 
 
 # --- 2. checkpoint_load -----------------------------------------------------------------
-# torch >= 2.6 loads with weights_only=True by default; fairseq checkpoints (and the objects
-# fairseq broadcasts between workers) hold argparse/omegaconf objects.  Only fairseq's own
-# torch.load calls get weights_only=False: they read the user's own checkpoints.
+# A pickled checkpoint can run any code as it loads, and users load other people's (a
+# colleague's run, a paper's release).  fairseq's checkpoint loads (checkpoint_utils:
+# load_checkpoint_to_cpu, behind --path, --restore-file, --finetune-from-model and the hub,
+# and load_ema_from_checkpoint) go through torch's weights-only unpickler, which builds only
+# torch's own types and the globals of checkpoint_globals(), registered with torch when
+# fairseq is imported (so fairseq's scripts/average_checkpoints.py, which calls torch.load
+# itself, reads checkpoints too).  A file that needs another global is refused in one line
+# that says how to load it anyway, if the user trusts it (TRUST_VARIABLE).
+TRUST_VARIABLE = "FAIRSEQ_RELPOS_TRUST_CHECKPOINTS"
+# the fairseq commands that load checkpoints: a refusal ends them with its line, no traceback
+_CHECKPOINT_COMMANDS = ("train", "generate", "interactive", "validate", "eval_lm")
+
+
+class UntrustedCheckpointError(pickle.UnpicklingError):
+    """A checkpoint needs a global outside checkpoint_globals(); the message is one line."""
+
+
+def checkpoint_globals():
+    """What fairseq checkpoints hold besides torch's types and plain containers: the
+    arguments (argparse.Namespace: the ``args`` of fairseq <= 0.10, ``cfg["model"]`` of a
+    model registered with arguments, as relpos_transformer is) and numpy arrays and scalars
+    of numbers (--eval-bleu's n-gram counts in the metrics' state), under numpy 2's module
+    names and numpy 1's.  All are data: a Namespace only gets its attributes set, numpy
+    rebuilds an array or scalar of a numeric or boolean dtype from its bytes, and the
+    dtypes of text and of Python objects stay out."""
+    import numpy
+
+    multiarray = numpy._core.multiarray if hasattr(numpy, "_core") else numpy.core.multiarray
+    numeric = numpy.typecodes["AllInteger"] + numpy.typecodes["AllFloat"] + "?"
+    return [
+        argparse.Namespace,
+        numpy.ndarray,
+        numpy.dtype,
+        *{type(numpy.dtype(code)) for code in numeric},
+        *[(getattr(multiarray, name), f"{module}.{name}")
+          for module in ("numpy._core.multiarray", "numpy.core.multiarray") for name in ("_reconstruct", "scalar")],
+    ]
+
+
+def _trusted(path):
+    """Whether TRUST_VARIABLE is 1, or names ``path`` or a folder above it."""
+    value = os.environ.get(TRUST_VARIABLE, "")
+    if value == "1":
+        return True
+    if path is None:
+        return False
+    path = os.path.realpath(path)
+    for entry in filter(None, value.split(os.pathsep)):
+        entry = os.path.realpath(entry)
+        if path == entry or path.startswith(entry.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _refusal(f, path, error):
+    """The line refusing checkpoint ``f``: every global torch finds in it outside the
+    allowlist (a static scan of the archive), else what torch's unpickler refused."""
+    import torch
+
+    if hasattr(f, "seek"):
+        f.seek(0)
+    try:
+        found = torch.serialization.get_unsafe_globals_in_checkpoint(f)
+    except ValueError:  # torch < 1.6's format, not a zip archive: torch's error names the first
+        found = []
+    found = sorted(set(found or re.findall(r"GLOBAL ([\w.]+)", str(error))))
+    if found:
+        why = (f"it needs {', '.join(found)}, which a fairseq checkpoint does not hold and which could run code "
+               "as it loads")
+    else:
+        reason = re.search(r"WeightsUnpickler error: (.+?)(?:\n\n|$)", str(error), re.S)
+        why = "torch's weights-only unpickler refused it ({})".format(
+            " ".join((reason.group(1) if reason else str(error)).split()))
+    name = os.path.abspath(path) if path is not None else "a checkpoint"
+    return (f"refused to load {name}: {why}; to load a file you trust, set {TRUST_VARIABLE}={name} "
+            "(or =1 for every checkpoint)")
+
+
+def load_checkpoint(f, *args, **kwargs):
+    """torch.load for fairseq's checkpoints: weights-only with checkpoint_globals(), unless
+    TRUST_VARIABLE trusts the file; refuses with UntrustedCheckpointError (nothing of the
+    file is used)."""
+    import torch
+
+    path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", None)
+    path = path if isinstance(path, str) else None
+    if _trusted(path):
+        return torch.load(f, *args, **{**kwargs, "weights_only": False})
+    torch.serialization.add_safe_globals(checkpoint_globals())  # a set: adding again changes nothing
+    try:
+        return torch.load(f, *args, **{**kwargs, "weights_only": True})
+    except pickle.UnpicklingError as error:
+        raise UntrustedCheckpointError(_refusal(f, path, error)) from None
+
+
+def _fix_checkpoint_load(module):
+    import torch
+
+    torch.serialization.add_safe_globals(checkpoint_globals())
+    module.torch = _module_with(torch, load=load_checkpoint)
+
+
+def _refusal_as_one_line(module):
+    main = module.cli_main
+
+    @functools.wraps(main)
+    def main_refusing_in_one_line(*args, **kwargs):
+        try:
+            return main(*args, **kwargs)
+        except UntrustedCheckpointError as refusal:
+            raise SystemExit(f"error: {refusal}") from None
+
+    module.cli_main = main_refusing_in_one_line
+
+
+# The objects fairseq broadcasts between a job's workers (distributed.utils: on resuming,
+# the checkpoint rank 0 loaded, its config made OmegaConf objects) keep a full load: see
+# docs/plugin.md for why.
 def _torch_with_full_load(torch):
     if _version_tuple(torch.__version__) < (2, 6):
         return torch
     return _module_with(torch, load=functools.partial(torch.load, weights_only=False))
 
 
-def _fix_checkpoint_load(module):
+def _fix_broadcast_load(module):
     import torch
 
     module.torch = _torch_with_full_load(torch)
@@ -278,7 +396,8 @@ def _fix_typing_io(typing):
 FIXES = {
     "checkpoint_load": [
         ("fairseq.checkpoint_utils", _fix_checkpoint_load),
-        ("fairseq.distributed.utils", _fix_checkpoint_load),
+        ("fairseq.distributed.utils", _fix_broadcast_load),
+        *[(f"fairseq_cli.{command}", _refusal_as_one_line) for command in _CHECKPOINT_COMMANDS],
     ],
     "better_transformer": [("fairseq.modules.transformer_layer", _fix_better_transformer)],
     "numpy_aliases": [

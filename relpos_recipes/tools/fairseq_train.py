@@ -39,9 +39,12 @@ def check_checkpoint(path) -> None:
 
 def checkpoint_facts(checkpoint: Path) -> Tuple[Optional[str], int]:
     """The architecture a fairseq checkpoint records, and the updates it has taken."""
-    import torch
+    from fairseq_relpos_compat import UntrustedCheckpointError, load_checkpoint
 
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
+    try:
+        state = load_checkpoint(checkpoint, map_location="cpu", mmap=True)
+    except UntrustedCheckpointError as refusal:
+        fail(str(refusal))
     cfg = state.get("cfg") or {}
     model = cfg.get("model") if hasattr(cfg, "get") else None
     arch = getattr(model, "arch", None) or (model.get("arch") if hasattr(model, "get") else None)

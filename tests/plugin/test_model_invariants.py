@@ -272,7 +272,7 @@ def test_checkpoints_of_the_first_scheme_interface_load_and_translate_identicall
     """tests/data/v1_models.pt holds tiny models of every study architecture as the first
     scheme interface built them (their saved arguments, state dict and outputs on a fixed
     batch): today's code must load them strictly and compute the same outputs."""
-    frozen = torch.load(REPO_ROOT / "tests/data/v1_models.pt", weights_only=False)
+    frozen = torch.load(REPO_ROOT / "tests/data/v1_models.pt", weights_only=True)
     dictionary = tiny_dictionary()
     task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
     assert set(frozen["models"]) == set(STUDY_ARCHS)
