@@ -853,6 +853,95 @@ def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder):
     assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
 
 
+def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path):
+    """A user's hyp.txt in OUT/SYSTEM/test/ (a folder the demo made: it has step manifests) is
+    refused by name before any work, as train.sh refuses checkpoints no run made."""
+    out = tmp_path / "d"
+    (out / "transformer_abs" / ".steps").mkdir(parents=True)
+    mine = out / "transformer_abs" / "test" / "hyp.txt"
+    mine.parent.mkdir()
+    mine.write_text("my translation\n")
+    proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs", "--out-dir", out,
+                "--dry-run"], check=False)
+    assert proc.returncode != 0
+    assert f"{mine.parent} holds hyp.txt that no run of this recipe made" in proc.stderr
+    assert mine.read_text() == "my translation\n"
+
+
+def save_checkpoint(path, arch, data, updates=12, save_dir=None, **positions):
+    """A checkpoint as fairseq-train 0.12.2 writes one, reduced to what it records of its
+    training (the model's configuration, the task's data, the save folder, the updates)."""
+    import argparse
+
+    import torch
+
+    model = argparse.Namespace(arch=arch, **positions)
+    cfg = {"model": model, "task": {"data": str(data)}, "checkpoint": {"save_dir": str(save_dir or path.parent)}}
+    torch.save({"cfg": cfg, "model": {}, "optimizer_history": [{"num_updates": updates}]}, path)
+
+
+@pytest.fixture
+def finished_training(tmp_path):
+    """A save folder of a training of transformer_rel for 12 updates that reached them, and
+    its train.sh command's fairseq-train part."""
+    save, data = tmp_path / "transformer_rel", tmp_path / "data-bin" / "len30"
+    save.mkdir()
+    for name in ("checkpoint_best.pt", "checkpoint_last.pt"):
+        save_checkpoint(save / name, "transformer_rel", data, encoder_pos="shaw", decoder_pos="shaw", cross_pos="none")
+    command = ["fairseq-train", str(data), "--arch", "transformer_rel", "--max-update", "12", "--patience", "3"]
+    return save, data, command
+
+
+@pytest.mark.parametrize("replacement, why", [
+    (dict(arch="transformer_abs"), "is a transformer_abs model, not --arch transformer_rel"),
+    (dict(arch="transformer_rel", encoder_pos="shaw:k=8", decoder_pos="shaw:k=8"),
+     "is a transformer_rel[encoder shaw:k=8, decoder shaw:k=8] model, not the transformer_rel this command trains"),
+    (dict(arch="transformer_rel", data="/elsewhere/len30"), "was trained on /elsewhere/len30, not on this "
+                                                            "command's data"),
+])
+def test_a_checkpoint_of_another_training_in_a_finished_folder_is_refused(finished_training, replacement, why):
+    """checkpoint_best.pt replaced by another system's (another architecture, other position
+    specs, other data): the re-run training, which finds checkpoint_last.pt at --max-update,
+    refuses it by name instead of handing it on as its model."""
+    from relpos_recipes.tools.fairseq_train import train
+
+    save, data, command = finished_training
+    best = save / "checkpoint_best.pt"
+    save_checkpoint(best, **{"data": data, **replacement})
+    with pytest.raises(SystemExit, match=re.escape(f"error: {best} {why}")):
+        train(save, command)
+
+
+def test_checkpoints_of_a_folder_moved_with_its_data_are_its_own(finished_training, tmp_path):
+    from relpos_recipes.tools.fairseq_train import train
+
+    save, data, command = finished_training
+    moved = tmp_path / "moved"  # the save folder and the data, moved together
+    shutil.copytree(save, moved / "transformer_rel")
+    train(moved / "transformer_rel", [command[0], str(moved / "data-bin" / "len30"), *command[2:]])
+
+
+@pytest.mark.parametrize("finished", ["max-update", "patience"])
+def test_a_lost_best_checkpoint_of_a_finished_training_is_not_replaced_by_the_last(finished_training, finished):
+    """checkpoint_best.pt deleted after the training reached --max-update or stopped early by
+    --patience: the last checkpoint is no stand-in for it (after an early stop it is the worse
+    one by construction); the run says what to do."""
+    from relpos_recipes.tools.fairseq_train import train
+
+    save, data, command = finished_training
+    if finished == "patience":
+        command[command.index("--max-update") + 1] = "1000"
+        (save / "train.log").write_text(
+            "2026-11-23 17:27:24 | INFO | fairseq_cli.train | {'_name': None, 'common': {}}\n"
+            "2026-11-23 17:29:53 | INFO | fairseq_cli.train | early stop since valid performance hasn't "
+            "improved for last 3 runs\n2026-11-23 17:29:53 | INFO | fairseq_cli.train | done training in 142.9 seconds\n")
+    (save / "checkpoint_best.pt").unlink()
+    with pytest.raises(SystemExit, match=re.escape(f"{save / 'checkpoint_best.pt'} is missing and ")
+                       + ".*restore checkpoint_best.pt, or move the folder's checkpoints away to train afresh"):
+        train(save, command)
+    assert not (save / "checkpoint_best.pt").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy")
 def test_a_training_ended_before_it_was_marked_done_is_not_trained_further(toy, tmp_path):
