@@ -53,6 +53,8 @@ class CheckpointFacts:
     data: Optional[str]  # fairseq-train's DATA (shard folders joined by ':')
     save_dir: Optional[str]
     updates: int
+    # the rows of its embeddings: the sizes of the dictionaries it was trained with
+    embeddings: Dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def checkpoint_facts(checkpoint: Path) -> CheckpointFacts:
@@ -77,7 +79,10 @@ def checkpoint_facts(checkpoint: Path) -> CheckpointFacts:
                  if field(model, name) is not None}
     return CheckpointFacts(arch=field(model, "arch") or field(legacy, "arch"), positions=positions,
                            data=field(section("task"), "data"), save_dir=field(section("checkpoint"), "save_dir"),
-                           updates=int(state["optimizer_history"][-1]["num_updates"]))
+                           updates=int(state["optimizer_history"][-1]["num_updates"]),
+                           embeddings={side: int(weights.shape[0]) for side in ("encoder", "decoder")
+                                       if (weights := (state.get("model") or {}).get(f"{side}.embed_tokens.weight"))
+                                       is not None})
 
 
 def foreign(checkpoint: Path, facts: CheckpointFacts, save: Path, command: Sequence[str]) -> Optional[str]:

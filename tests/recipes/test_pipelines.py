@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, SHARED, local_slurm, run_command as run
+from relpos_recipes.engine import StepError
 from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
 REPO = REPO_ROOT
@@ -688,6 +689,33 @@ def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
     assert not [p for p in out.iterdir() if ".tmp." in p.name]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_translate_overwrites_no_translation_and_takes_no_test_set_of_other_dictionaries(toy, tmp_path):
+    """translate.sh --out-dir DIR refuses a hyp.txt no run made there; a copy of the test set
+    whose target dictionary numbers two words the other way round is refused by name, before
+    any work, as is one of another size."""
+    mine = tmp_path / "mine" / "hyp.txt"
+    mine.parent.mkdir()
+    mine.write_text("my translation\n")
+    proc = translate(toy, mine.parent, check=False)
+    assert proc.returncode != 0 and f"{mine.parent} holds hyp.txt that no run of this recipe made" in proc.stderr
+    assert mine.read_text() == "my translation\n"
+    other = tmp_path / "testsets" / "test"
+    shutil.copytree(toy["test"], other)
+    dictionary = other / "bin" / "dict.tgt.txt"
+    words = dictionary.read_text().splitlines(keepends=True)
+    dictionary.write_text("".join([words[1], words[0], *words[2:]]))
+    proc = translate(toy, tmp_path / "o", testset=other, check=False)
+    assert proc.returncode != 0 and f"{dictionary} is not the tgt dictionary {toy['ckpt']} was trained with (" \
+        in proc.stderr and "its words are numbered otherwise" in proc.stderr
+    dictionary.write_text("".join(words[:-1]))
+    proc = translate(toy, tmp_path / "o", testset=other, check=False)
+    assert proc.returncode != 0 and f"{dictionary} has {len(words) + 3} entries, but {toy['ckpt']} was trained " \
+        f"with a tgt dictionary of {len(words) + 4}" in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
     """fairseq-generate told to skip sentences (--skip-invalid-size-inputs-valid-test) prints
     no H- line for them: that is an error, not an empty hypothesis."""
@@ -868,16 +896,55 @@ def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(t
     assert mine.read_text() == "my translation\n"
 
 
-def save_checkpoint(path, arch, data, updates=12, save_dir=None, **positions):
+def save_checkpoint(path, arch, data, updates=12, save_dir=None, vocabulary=None, **positions):
     """A checkpoint as fairseq-train 0.12.2 writes one, reduced to what it records of its
-    training (the model's configuration, the task's data, the save folder, the updates)."""
+    training (the model's configuration, the task's data, the save folder, the updates) and,
+    given ``vocabulary``, embeddings of that many rows."""
     import argparse
 
     import torch
 
     model = argparse.Namespace(arch=arch, **positions)
     cfg = {"model": model, "task": {"data": str(data)}, "checkpoint": {"save_dir": str(save_dir or path.parent)}}
-    torch.save({"cfg": cfg, "model": {}, "optimizer_history": [{"num_updates": updates}]}, path)
+    weights = {f"{side}.embed_tokens.weight": torch.zeros(vocabulary, 2) for side in ("encoder", "decoder")
+               if vocabulary}
+    torch.save({"cfg": cfg, "model": weights, "optimizer_history": [{"num_updates": updates}]}, path)
+
+
+def write_dictionaries(folder, words, langs=("src", "tgt")):
+    folder.mkdir(parents=True, exist_ok=True)
+    for lang in langs:
+        (folder / f"dict.{lang}.txt").write_text("".join(f"{word} 1\n" for word in words))
+
+
+@pytest.mark.parametrize("test_words, data_kept, why", [
+    (["w2", "w1", "w3"], True, "is not the tgt dictionary {checkpoint} was trained with ({data}/dict.tgt.txt): "
+                               "its words are numbered otherwise"),
+    (["w1", "w2", "w3", "w4"], False, "has 8 entries, but {checkpoint} was trained with a tgt dictionary of 7"),
+])
+def test_translate_refuses_a_test_set_of_other_dictionaries_by_name(tmp_path, test_words, data_kept, why):
+    """The same corpus prepared again (another seed: its words numbered otherwise) or another
+    corpus: the test set's dictionaries are not the model's, refused before any work; where
+    the sizes differ, said so (not torch's size mismatch), even with the data gone."""
+    from relpos_recipes.graphs.training import Translation
+
+    data = tmp_path / "data-bin" / "len30" / "shard0"
+    write_dictionaries(data, ["w1", "w2", "w3"])
+    checkpoint = tmp_path / "model" / "checkpoint_best.pt"
+    checkpoint.parent.mkdir()
+    save_checkpoint(checkpoint, "transformer_rel", data, vocabulary=7)
+    testset = tmp_path / "other" / "testsets" / "test"
+    write_dictionaries(testset / "bin", ["w1", "w2", "w3"], langs=("src",))
+    write_dictionaries(testset / "bin", test_words, langs=("tgt",))
+    (testset / "meta.env").write_text("SRC=src\nTGT=tgt\nLINES=1\n")
+    translation = Translation(checkpoint=checkpoint, testset=testset, out=tmp_path / "out")
+    if not data_kept:
+        shutil.rmtree(tmp_path / "data-bin")
+    with pytest.raises(StepError, match=re.escape(f"{testset / 'bin' / 'dict.tgt.txt'} "
+                                                  + why.format(checkpoint=checkpoint, data=data))):
+        translation.check()
+    write_dictionaries(testset / "bin", ["w1", "w2", "w3"], langs=("tgt",))
+    translation.check()
 
 
 @pytest.fixture
