@@ -318,6 +318,43 @@ def test_the_records_load_as_long_dataframes(files, tmp_path, capsys):
     assert board.attrs["baseline"] == "good"
     with pytest.raises(InputError, match="not a board"):
         load_board(report_out / "report.json")
+    assert_damage_is_named(report_out / "report.json", board_out / "board.json", tmp_path)
+
+
+def assert_damage_is_named(report_json, board_json, tmp_path):
+    """A damaged record (a key missing, a string where a number belongs) is refused on load,
+    naming the file, the record and the key: before, a record without a key dropped a whole
+    metric from the frame, and a string surfaced later in pandas."""
+    def damaged(source, change):
+        data = json.loads(source.read_text())
+        change(data if isinstance(data, list) else data["records"], data)
+        path = tmp_path / "damaged" / source.name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(data))
+        return path
+
+    def drop(key, index):
+        return lambda records, _: records[index].pop(key)
+
+    def text(key, index):
+        return lambda records, _: records[index].update({key: str(records[index][key])})
+
+    for load, source, set_key in ((load_report, report_json, "bucket"), (load_board, board_json, "set")):
+        first = json.loads(source.read_text())
+        first = (first if isinstance(first, list) else first["records"])[0]
+        where = rf"{tmp_path / 'damaged' / source.name}: record 1 \('good', '{first[set_key]}'\)"
+        for change, message in ((drop("ter", 0), f"{where} has no key 'ter'"),
+                                (drop("n", 0), f"{where} has no key 'n'"),
+                                (text("bleu", 0), f"{where}: 'bleu' is '[0-9.]+', not a number")):
+            with pytest.raises(InputError, match=message):
+                load(damaged(source, change))
+    # every record's signature of TER gone (a board's): its rows would go without a word
+    no_signature = damaged(report_json, lambda records, _: [r.pop("ter_signature", None) for r in records])
+    with pytest.raises(InputError, match="its records score 'ter' but none has its 'ter_signature'"):
+        load_report(no_signature)
+    no_signature = damaged(board_json, lambda _, board: board["signatures"].pop("ter"))
+    with pytest.raises(InputError, match="its 'signatures' have no 'ter', which its records score"):
+        load_board(no_signature)
 
 
 def assert_rows_are_the_records(frame, records):
