@@ -80,9 +80,10 @@ def checkpoint_facts(checkpoint: Path) -> CheckpointFacts:
     return CheckpointFacts(arch=field(model, "arch") or field(legacy, "arch"), positions=positions,
                            data=field(section("task"), "data"), save_dir=field(section("checkpoint"), "save_dir"),
                            updates=int(state["optimizer_history"][-1]["num_updates"]),
-                           embeddings={side: int(weights.shape[0]) for side in ("encoder", "decoder")
-                                       if (weights := (state.get("model") or {}).get(f"{side}.embed_tokens.weight"))
-                                       is not None})
+                           embeddings={key.split(".", 1)[0]: int(weights.shape[0])
+                                       for key, weights in (state.get("model") or {}).items()
+                                       if key.startswith(("encoder.", "decoder."))
+                                       and key.endswith("embed_tokens.weight")})
 
 
 def foreign(checkpoint: Path, facts: CheckpointFacts, save: Path, command: Sequence[str]) -> Optional[str]:

@@ -906,7 +906,7 @@ def save_checkpoint(path, arch, data, updates=12, save_dir=None, vocabulary=None
 
     model = argparse.Namespace(arch=arch, **positions)
     cfg = {"model": model, "task": {"data": str(data)}, "checkpoint": {"save_dir": str(save_dir or path.parent)}}
-    weights = {f"{side}.embed_tokens.weight": torch.zeros(vocabulary, 2) for side in ("encoder", "decoder")
+    weights = {f"{side}.front_end.embed_tokens.weight": torch.zeros(vocabulary, 2) for side in ("encoder", "decoder")
                if vocabulary}
     torch.save({"cfg": cfg, "model": weights, "optimizer_history": [{"num_updates": updates}]}, path)
 
