@@ -881,18 +881,18 @@ def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder):
     assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
 
 
-def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path):
+def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path, capsys):
     """A user's hyp.txt in OUT/SYSTEM/test/ (a folder the demo made: it has step manifests) is
     refused by name before any work, as train.sh refuses checkpoints no run made."""
+    from relpos_recipes.__main__ import main as recipe
+
     out = tmp_path / "d"
     (out / "transformer_abs" / ".steps").mkdir(parents=True)
     mine = out / "transformer_abs" / "test" / "hyp.txt"
     mine.parent.mkdir()
     mine.write_text("my translation\n")
-    proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs", "--out-dir", out,
-                "--dry-run"], check=False)
-    assert proc.returncode != 0
-    assert f"{mine.parent} holds hyp.txt that no run of this recipe made" in proc.stderr
+    assert recipe(["demo", "--quick", "--systems", "transformer_abs", "--out-dir", str(out), "--dry-run"]) == 1
+    assert f"{mine.parent} holds hyp.txt that no run of this recipe made" in capsys.readouterr().err
     assert mine.read_text() == "my translation\n"
 
 
