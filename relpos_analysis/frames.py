@@ -38,12 +38,19 @@ LENGTH_RATIO = "length_ratio"
 
 def load_report(path) -> pd.DataFrame:
     """relpos-report's records (``report.json``, or the folder holding it) as a long frame."""
-    records = _read(path, "report.json")
+    path, records = _read(path, "report.json")
     if not isinstance(records, list):
         raise InputError(f"{path}: not a report's records (a JSON list of records expected)")
+    _check_objects(path, records)
     scored = [record for record in records if record.get("failure") is None]
-    metrics = _computed_metrics({key[:-len("_signature")]: value for record in scored
-                                 for key, value in record.items() if key.endswith("_signature")})
+    signatures = {key[:-len("_signature")]: value for record in scored
+                  for key, value in record.items() if key.endswith("_signature")}
+    metrics = _computed_metrics(signatures)
+    unsigned = sorted(_scored_metrics(scored) - set(metrics))
+    if unsigned:  # a metric without its signature would leave the frame without a word
+        raise InputError(f"{path}: its records score {unsigned[0]!r} but none has its '{unsigned[0]}_signature'")
+    _check_records(path, records, scored, "bucket", [*metrics, LENGTH_RATIO],
+                   [f"{metric}_signature" for metric in signatures])
     frame = _long([{**record, "set": record["bucket"]} for record in scored], metrics + [LENGTH_RATIO])
     frame.attrs["failed"] = {record["system"]: record["failure"] for record in records if record.get("failure")}
     return frame
@@ -52,27 +59,70 @@ def load_report(path) -> pd.DataFrame:
 def load_board(path) -> pd.DataFrame:
     """relpos-leaderboard's records (``board.json``, or the folder holding it) as a long
     frame; the board's baseline, signatures and learning-rate selection are in ``attrs``."""
-    board = _read(path, "board.json")
-    if not isinstance(board, dict) or "records" not in board:
+    path, board = _read(path, "board.json")
+    if not isinstance(board, dict) or not isinstance(board.get("records"), list):
         raise InputError(f"{path}: not a board (a JSON object with its records expected)")
-    scored = [record for record in board["records"] if record.get("set") is not None]
-    frame = _long(scored, _computed_metrics(board.get("signatures") or {}) + [LENGTH_RATIO])
+    records = board["records"]
+    _check_objects(path, records)
+    signatures = board.get("signatures") or {}
+    if not isinstance(signatures, dict):
+        raise InputError(f"{path}: its 'signatures' are not a JSON object (metric -> signature)")
+    scored = [record for record in records if record.get("set") is not None]
+    metrics = _computed_metrics(signatures)
+    unsigned = sorted(_scored_metrics(scored) - set(metrics))
+    if unsigned:  # a metric without its signature would leave the frame without a word
+        raise InputError(f"{path}: its 'signatures' have no {unsigned[0]!r}, which its records score")
+    _check_records(path, records, scored, "set", [*metrics, LENGTH_RATIO], [])
+    frame = _long(scored, metrics + [LENGTH_RATIO])
     frame.attrs.update({key: board.get(key) for key in ("baseline", "baseline_failure", "signatures", "tuning")})
-    frame.attrs["failed"] = {record["system"]: record["failure"] for record in board["records"]
-                             if record.get("set") is None}
+    frame.attrs["failed"] = {record["system"]: record["failure"] for record in records if record.get("set") is None}
     return frame
 
 
 def _read(path, name: str):
+    """The file (PATH, or NAME in the folder PATH) and its JSON."""
     path = Path(path)
     if path.is_dir():
         path = path / name
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path, json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"no such file: {path}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(f"{path} is not the JSON a report or board writes: {err}") from None
+
+
+def _scored_metrics(records: List[dict]) -> set:
+    """The metrics ``records`` hold a value of (a metric's fields include its drop)."""
+    return {key for record in records for key, value in record.items()
+            if value is not None and f"{key}_drop" in record}
+
+
+def _check_objects(path: Path, records: list) -> None:
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise InputError(f"{path}: record {index + 1} is not a JSON object")
+
+
+def _check_records(path: Path, records: List[dict], scored: List[dict], set_key: str, metrics: List[str],
+                   also: List[str]) -> None:
+    """Every scored record has the keys that make its rows (its system and set, the bucket's
+    bounds and size, each metric's value, ``also``), and numbers (or null) where numbers belong:
+    a damaged record is named, rather than dropping rows or surfacing later in pandas."""
+    required = ["system", set_key, "bucket_lo", "bucket_hi", "n", *metrics, *also]
+    numeric = {"bucket_lo", "bucket_hi", "n"} | {metric + suffix for metric in metrics for suffix in QUANTITIES}
+    for index, record in enumerate(records):
+        if record not in scored:
+            continue
+        where = f"{path}: record {index + 1} ({record.get('system')!r}, {record.get(set_key)!r})"
+        missing = next((key for key in required if key not in record), None)
+        if missing:
+            raise InputError(f"{where} has no key {missing!r}")
+        for key in numeric & set(record):
+            value = record[key]
+            values = value if key.endswith("_seeds") and isinstance(value, list) else [value]
+            if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+                raise InputError(f"{where}: {key!r} is {value!r}, not a number")
 
 
 def _computed_metrics(signatures: Dict[str, object]) -> List[str]:

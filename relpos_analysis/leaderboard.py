@@ -29,7 +29,7 @@ from .evaluate import ScoringOptions
 from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
 from .metrics import TOKENIZERS
-from .textcheck import check_no_subword_markers, check_segmented
+from .textcheck import check_no_subword_markers, check_segmented, check_segmented_form
 
 OUT_DIR_NAMES = {
     "markdown": "board.md", "json": "board.json", "csv": "board.csv", "latex": "board.tex",
@@ -168,6 +168,9 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     parallel += [(path, values) for files, read in ((log_prob_files, log_probs), (system_length_files, segmented))
                  for name, paths in files.items() for path, values in zip(paths, read[name])]
     check_parallel(parallel)
+    for name, paths in system_length_files.items():
+        for path, lines, hyp_path, hyps in zip(paths, segmented[name], dict(system_files)[name], systems[name]):
+            check_segmented_form(path, lines, hyp_path, hyps, f"--system-lengths {name}")
     for path, segments in [parallel[1]] + hypotheses:
         check_no_subword_markers(path, segments)
     training = {}

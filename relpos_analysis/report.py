@@ -29,7 +29,7 @@ from .io import (
 )
 from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
 from .metrics import DEFAULT_METRICS, METRICS, TOKENIZERS, MetricConfig, parse_metrics
-from .textcheck import check_no_subword_markers, check_segmented
+from .textcheck import check_no_subword_markers, check_segmented, check_segmented_form
 
 OUT_DIR_NAMES = {
     "markdown": "report.md",
@@ -238,6 +238,9 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
                  for metric, by_system in score_files.items() for name in by_system]
     parallel += [(log_prob_files[name], values) for name, values in log_probs.items()]
     check_parallel(parallel)
+    for name, lines in system_length_lines.items():
+        check_segmented_form(system_length_files[name], lines, dict(systems_files)[name], systems[name],
+                             f"--system-lengths {name}")
     if not args.allow_subwords:
         for path, segments in scored:
             check_no_subword_markers(path, segments)

@@ -5,6 +5,7 @@ Two mistakes give a number without any error: hypotheses still split into subwor
 between words (Chinese, Japanese, Thai, ...) measured in whitespace tokens (every sentence
 one "word": length 1, BLEU 0 with the 13a tokenizer).  These checks catch both.
 """
+import html
 import re
 from typing import Optional, Sequence
 
@@ -70,4 +71,31 @@ def check_segmented(path, lines: Sequence[str], fix: str) -> None:
         raise InputError(
             f"{path} looks like text written without spaces between words (Chinese, "
             f"Japanese, Thai, ...: {chars_per_token:.1f} characters per whitespace token): {fix}"
+        )
+
+
+# a translation's segmented form given for its lengths (--system-lengths) belongs to it when
+# its letters and digits are the translation's, line by line: undoing the segmentation (BPE's
+# "@@ ", SentencePiece's pieces) and the tokenisation (spaces, Moses' XML escapes such as
+# "&apos;") changes none of them.  A few lines may differ (a detokeniser's quirk); another
+# system's translations differ on most.
+_FOREIGN_SHARE = 0.05
+_FOREIGN_LINES = 2
+
+
+def _letters(line: str) -> str:
+    return "".join(c for c in html.unescape(line) if c.isalnum())
+
+
+def check_segmented_form(path, segmented: Sequence[str], text_path, text: Sequence[str], option: str) -> None:
+    """Refuse ``segmented`` (``option``'s file ``path``) as the segmented form of the
+    translations ``text`` (from ``text_path``) where its lines say other words."""
+    differing = [k for k, (seg, line) in enumerate(zip(segmented, text)) if _letters(seg) != _letters(line)]
+    if differing and (len(differing) == len(text) or len(differing) > max(_FOREIGN_LINES, _FOREIGN_SHARE * len(text))):
+        first = differing[0]
+        raise InputError(
+            f"{option} {path}: {len(differing)} of {len(text)} lines are not the segmented form of the "
+            f"translations in {text_path} (line {first + 1}: {segmented[first][:60]!r} against "
+            f"{text[first][:60]!r}): give the segmented form of these translations (the translate tool's hyp.seg "
+            "beside its hyp.txt)"
         )

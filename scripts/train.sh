@@ -55,6 +55,9 @@
 #   -h, --help                this help
 # Re-running resumes from SAVE_DIR/checkpoint_last.pt (an empty or truncated one is refused,
 # by name); a training that reached --max-update is finished, not trained one update more.
+# Every checkpoint it hands on (checkpoint_best.pt, checkpoint_last.pt) must record this
+# command's architecture, position specs and data (another system's is refused, by name), and
+# a finished training whose checkpoint_best.pt is gone is refused, never given checkpoint_last.pt.
 # Once training has finished (SAVE_DIR/.steps/train.json, its manifest) it does nothing if the
 # settings are the same.  A SAVE_DIR holding a checkpoint trained with other settings (another
 # --arch, --data, --lr, ...) is refused, naming what differs; delete its manifest to train on

@@ -37,7 +37,9 @@
 #   --dry-run         print the fairseq-generate command and exit
 #   -h, --help        this help
 # Every sentence gets its translation, or the script fails: a source longer than the model's
-# maximum positions is an error, never an empty hypothesis.
+# maximum positions is an error, never an empty hypothesis.  Refused before any work: a test
+# set whose dictionaries are not the model's (another size, or the same words in another
+# order: another preparation), and an OUT holding a hyp.txt (or another output) no run made.
 # Re-running does nothing when the manifest OUT/.steps/translate.json records the same
 # fairseq-generate command (checkpoint, test set, beam and every other option) and the same
 # content of CKPT and the test set; otherwise it translates again.  Its output: OUT/translate.log.

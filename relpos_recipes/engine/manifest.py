@@ -120,13 +120,19 @@ class Record:
     def output_fingerprint(self, step: Step, path: Path) -> Optional[Fingerprint]:
         return self.outputs.get(step.relative(path))
 
-    def option(self, name: str) -> Optional[str]:
-        """The value the recorded command gives option ``name`` (its last one)."""
+    def option(self, name: str, of: Optional[List[str]] = None) -> Optional[str]:
+        """The value the recorded command (or ``of``: its identity) gives option ``name``
+        (its last one)."""
+        argv = self.command if of is None else of
         value = None
-        for k, arg in enumerate(self.command):
-            if arg == name and k + 1 < len(self.command):
-                value = self.command[k + 1]
+        for k, arg in enumerate(argv):
+            if arg == name and k + 1 < len(argv):
+                value = argv[k + 1]
         return value
+
+    def absolute(self, home: Path, recorded: str) -> Path:
+        """A path this record, the manifest of a step in ``home``, writes symbolically."""
+        return Step(self.step, (), home=home, root=Path(home) / self.root).absolute(recorded)
 
 
 def read(path: Path) -> Optional[Record]:

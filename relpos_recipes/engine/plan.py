@@ -9,6 +9,7 @@ job's later part is known once what it is built from is final; until then the jo
 import dataclasses
 import difflib
 import fcntl
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -149,12 +150,21 @@ def _keeps_state(step: Step) -> bool:
 
 
 def _foreign_state(step: Step) -> Optional[str]:
-    """An in-place step's folder holding work that no run of it made (no manifest: a plain
-    fairseq-train's checkpoints, a folder of an older version) is never taken as its own."""
-    if not step.in_place or not _keeps_state(step):
-        return None
-    found = sorted(p.name for p in step.in_place_outputs if p.exists()) or ["files of its kind"]
-    return (f"{step.home} holds {', '.join(found)} that no run of this recipe made (no {MANIFEST_DIR}/"
+    """What is already where a step would write, with no manifest of it (a user's files, a
+    plain fairseq-train's checkpoints, a folder of an older version), is never taken as the
+    step's own nor replaced: an output file, or an output folder holding files (an ``OutDir``
+    takes in files beside its own), or an in-place step's state."""
+    if step.in_place:
+        if not _keeps_state(step):
+            return None
+        found = [p for p in step.in_place_outputs if p.exists()]
+    else:
+        found = [p for p in step.outputs if p not in step.out_dirs and (
+            p.is_file() or p.is_symlink() or (p.is_dir() and any(p.iterdir())))]
+        if not found:
+            return None
+    names = sorted(os.path.relpath(p, step.home) for p in found) or ["files of its kind"]
+    return (f"{step.home} holds {', '.join(names)} that no run of this recipe made (no {MANIFEST_DIR}/"
             f"{step.name}.json: another tool's, or an older version's work); use another folder, or move "
             "them away to start afresh here")
 

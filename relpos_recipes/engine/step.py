@@ -68,8 +68,8 @@ class Tool:
 
 Arg = Union[str, int, float, Path, Out, OutDir, Tool]
 
-REFUSAL = ("{home} holds the work of another command ({title}: {change}); use another folder, or delete "
-           "{manifest} to go on with this one")
+REFUSAL = ("{home} holds the work of another command ({title}: {change}); use another folder, or move its "
+           "outputs away and delete {manifest} to go on with this one")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,12 +10,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from relpos_analysis.buckets import check_bands
 from relpos_analysis.io import InputError
 
-from ..engine import Graph, Job, Launch, Out, Step, StepError, manifest, run
+from ..engine import Display, Graph, Job, Launch, Out, Step, StepError, manifest, run
 from ..engine.step import REPO
-from ..tools.corpus import MalformedFile, parallel_pairs
+from ..tools.corpus import MAX_OVERLAP, MalformedFile, Overlap, hold_out, overlaps, parallel_pairs
 from ..tools.filter_pairs import BAND_SIDES
 from . import PY, tool
-from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher,
+from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher, length_unit,
                    preparation_and_test_sets, preparation_of, read_env, refuse_foreign_work, split_fetcher, summary,
                    testsets_graph, wmt_fetcher)
 from .options import Parser, absolute, add_threads, band_list, folder, log, name_list, non_negative_int, positive_int
@@ -93,9 +93,10 @@ def training_data_fields(args) -> dict:
 
 
 def run_preparation(p: Preparation, recipe: str, argv: Sequence[str], dry_run: bool,
-                    test_sets: Sequence[str] = ()) -> None:
-    """The preparation's graph (and the ``test_sets``'), run; then its counts."""
-    steps = preparation_and_test_sets(p, test_sets)
+                    test_sets: Sequence[str] = (), also: Sequence[Step] = ()) -> None:
+    """The preparation's graph (and the ``test_sets``', and the steps ``also``), run; then its
+    counts."""
+    steps = [*preparation_and_test_sets(p, test_sets), *also]
     log(f"preparing {p.title} in {p.work} (max lengths: {', '.join(map(str, p.lens))})")
     run(Graph([Job("prepare", steps, kind="prepare")], roots=[p.work]),
         Launch(recipe, argv, dry_run=dry_run, threads=p.threads))
@@ -339,6 +340,7 @@ def corpus_parser() -> Parser:
     parser.add_argument("--dev-within-limit", action="store_true")
     parser.add_argument("--seed", type=non_negative_int, default=1)
     parser.add_argument("--clean-ratio", type=_ratio, default="9")
+    parser.add_argument("--allow-overlap", action="store_true")
     add_training_data_options(parser)
     add_threads(parser)
     parser.add_argument("--dry-run", action="store_true")
@@ -393,16 +395,37 @@ def corpus_args(args) -> Tuple[Dict[str, Path], int, Optional[HoldOut]]:
     return tests, sizes.get(args.segmentation) or SEGMENTATION_SIZES.get(args.segmentation, 0), hold_out
 
 
-def check_corpus_files(args, tests: Dict[str, Path]) -> None:
-    """Every file read and checked (relpos_recipes.tools.corpus), before any work."""
+def check_corpus_files(args, tests: Dict[str, Path], hold: Optional[HoldOut]) -> Dict[str, Overlap]:
+    """Every file read and checked (relpos_recipes.tools.corpus), before any work; then each
+    test set's overlap with the training pairs (those left when the dev set is held out),
+    printed, and refused above MAX_OVERLAP unless --allow-overlap."""
     prefixes = [("--train", absolute(args.train))] + ([("--dev", absolute(args.dev))] if args.dev else [])
     prefixes += [(f"--test {name}", prefix) for name, prefix in tests.items()]
+    read = {}
     for option, prefix in prefixes:
         files = [f"{prefix}.{lang}" for lang in (args.src_lang, args.tgt_lang)]
         try:
-            log(f"{option}: {len(parallel_pairs(*files)):,} pairs in {files[0]} and {files[1]}")
+            read[option] = parallel_pairs(*files)
         except MalformedFile as err:
             raise StepError(f"{option} {prefix}: {err}") from None
+        log(f"{option}: {len(read[option]):,} pairs in {files[0]} and {files[1]}")
+    train = read["--train"]
+    if hold is not None:  # the dev pairs the take step holds out are no training pairs
+        units = (length_unit(args.src_lang), length_unit(args.tgt_lang))
+        try:
+            held = set(hold_out(train, hold.pairs, hold.max_len, units, hold.seed))
+        except MalformedFile as err:
+            raise StepError(f"--train {absolute(args.train)}: {err}") from None
+        train = [pair for k, pair in enumerate(train) if k not in held]
+    found = overlaps(train, {name: read[f"--test {name}"] for name in tests})
+    for name, overlap in found.items():
+        log(f"--test {name}: {overlap}")
+    for name, overlap in found.items():
+        if overlap.share > MAX_OVERLAP and not args.allow_overlap:
+            raise StepError(f"--test {name} {tests[name]}: {overlap}, more than {MAX_OVERLAP:.0%}: its scores "
+                            "would measure what the model memorised; take those pairs out of the test set or the "
+                            "training data, or pass --allow-overlap to prepare it as it is")
+    return found
 
 
 def prepare_corpus(argv: Sequence[str]) -> int:
@@ -410,14 +433,21 @@ def prepare_corpus(argv: Sequence[str]) -> int:
     tests, seg_size, hold_out = corpus_args(args)
     fields = training_data_fields(args)
     refuse_foreign_work(args.out_dir, "--out-dir")
-    check_corpus_files(args, tests)
+    overlap = check_corpus_files(args, tests, hold_out)
     train, dev = absolute(args.train), absolute(args.dev) if args.dev else None
     p = corpus_preparation(absolute(args.out_dir), (args.src_lang, args.tgt_lang), f"the corpus {train}",
                            args.segmentation, seg_size, [args.train_limit],
                            corpus_fetcher(train, dev, tests, hold_out), list(tests), [*tests, "concat_seq"],
                            clean_ratio=float(args.clean_ratio), threads=args.threads,
                            dev_within_limit=args.dev_within_limit, **fields)
-    run_preparation(p, "prepare-corpus", argv, args.dry_run, test_sets=p.default_test_sets)
+    # what the test sets share with the training data, beside the preparation's other records
+    # (redone, not refused, when the files change: it follows them)
+    record = Step("overlap.env", [tool("write-env"), "--out", Out(p.path("overlap.env")),
+                                  f"MAX_OVERLAP={MAX_OVERLAP}", f"ALLOW_OVERLAP={int(args.allow_overlap)}",
+                                  *(f"TEST_{name}=pairs {o.pairs} sources {o.sources} of {o.total}"
+                                    for name, o in overlap.items())],
+                  home=p.work, display=Display(title="record the test sets' overlap with the training data"))
+    run_preparation(p, "prepare-corpus", argv, args.dry_run, test_sets=p.default_test_sets, also=[record])
     return 0
 
 

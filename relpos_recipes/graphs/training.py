@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..engine import Display, Graph, Job, Launch, Out, Policy, Resources, Step, StepError, run
 from ..engine import manifest
 from ..tools import option_value
-from ..tools.fairseq_train import FAIRSEQ_CHECKPOINTS, check_checkpoint
+from ..tools.fairseq_train import FAIRSEQ_CHECKPOINTS, check_checkpoint, checkpoint_facts
 from . import PY, tool
 from .data import read_env
 from .options import Parser, absolute, folder, non_negative_int, positive_int
@@ -137,6 +137,19 @@ class Training:
         warmup = option_value(self.extra, "--warmup-updates")
         if self.scheduler == "inverse_sqrt" and warmup is not None and warmup.strip() == "0":
             raise StepError("--lr-scheduler inverse_sqrt needs --warmup-updates of at least 1")
+
+
+# a fairseq dictionary's entries before the words of its file: <s>, <pad>, </s>, <unk>
+FAIRSEQ_SPECIAL_SYMBOLS = 4
+
+
+def dictionary_words(path: Path) -> List[str]:
+    """The words of a fairseq dictionary file (``dict.de.txt``), in its order."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.split(" ", 1)[0] for line in f]
+    except OSError as err:
+        raise StepError(f"cannot read the dictionary {path}: {err.strerror or err}") from None
 
 
 def distributed_port() -> int:
@@ -339,6 +352,44 @@ class Translation:
             check_checkpoint(self.checkpoint)
         except SystemExit as refusal:
             raise StepError(str(refusal).removeprefix("error: ")) from None
+        self.check_dictionaries()
+
+    def check_dictionaries(self) -> None:
+        """The test set's dictionaries must be the model's: of the same size as its embeddings
+        (else torch's size mismatch), and, where the model's training data is found, the same
+        words in the same order (a corpus prepared again with another seed numbers its words
+        otherwise: the model would translate other words, without a word of warning)."""
+        meta = read_env(self.testset / "meta.env")
+        facts = checkpoint_facts(self.checkpoint)
+        trained = self.model_dictionaries(facts.data, (meta["SRC"], meta["TGT"]))
+        redo = ("build it with scripts/build-test-sets.sh in the preparation the model's data comes from"
+                + (f" ({trained.parent if trained.name.startswith('shard') else trained})" if trained else ""))
+        for side, lang in (("encoder", meta["SRC"]), ("decoder", meta["TGT"])):
+            given = self.testset / "bin" / f"dict.{lang}.txt"
+            words = dictionary_words(given)
+            if side in facts.embeddings and facts.embeddings[side] != len(words) + FAIRSEQ_SPECIAL_SYMBOLS:
+                raise StepError(f"{given} has {len(words) + FAIRSEQ_SPECIAL_SYMBOLS} entries, but {self.checkpoint} was "
+                                f"trained with a {lang} dictionary of {facts.embeddings[side]}: {self.testset} was built "
+                                f"by another preparation; {redo}")
+            if trained is not None and dictionary_words(trained / f"dict.{lang}.txt") != words:
+                raise StepError(f"{given} is not the {lang} dictionary {self.checkpoint} was trained with "
+                                f"({trained / f'dict.{lang}.txt'}): its words are numbered otherwise, so the model "
+                                f"would read other words; {self.testset} was built by another preparation; {redo}")
+
+    def model_dictionaries(self, recorded_data: Optional[str], langs: Sequence[str]) -> Optional[Path]:
+        """The folder of the dictionaries the model was trained with: in the data its
+        training's manifest names (which moves with the folder), or the data the checkpoint
+        records; None where neither is there any more."""
+        candidates = []
+        trained = manifest.at(self.checkpoint.parent, "train")
+        data = trained.option("--data", of=trained.identity) if trained is not None else None
+        if data:
+            data = trained.absolute(self.checkpoint.parent, data)
+            candidates += [data / "shard0", data]
+        if recorded_data:
+            candidates.append(Path(recorded_data.split(":")[0]))
+        return next((folder for folder in candidates
+                     if all((folder / f"dict.{lang}.txt").is_file() for lang in langs)), None)
 
 
 def translate_main(argv: Sequence[str]) -> int:

@@ -11,6 +11,7 @@ import pytest
 from relpos_analysis import leaderboard, load_board, load_report, report
 from relpos_analysis.frames import QUANTITIES
 from relpos_analysis.io import InputError
+from relpos_analysis.textcheck import check_segmented_form
 
 LIMIT = 12
 N = 120
@@ -159,15 +160,29 @@ def test_lengths_by_any_side(files, tmp_path, capsys):
     (["--oracle-decoding", "cut=nope"], "--oracle-decoding cut=nope: 'nope' is no --system"),
     (["--oracle-decoding", "cut=cut"], "--oracle-decoding cut=cut: FREE must be a freely decoded system"),
     (["--short-ratio", "0"], "--short-ratio is a share of the reference's length"),
+    (["--length-by", "hypothesis", "--system-lengths", "good={cut}", "--system-lengths", "cut={cut}"],
+     "--system-lengths good {cut}: 73 of 120 lines are not the segmented form of the translations in {good} (line "),
 ])
 def test_bad_options_are_refused_before_any_work(files, tmp_path, capsys, extra, message):
     _, paths, _, _ = files
-    fill = {"good": paths["good", 1], "ref": paths["ref"], "src": paths["src"]}
+    fill = {"good": paths["good", 1], "cut": paths["cut", 1], "ref": paths["ref"], "src": paths["src"]}
     out = tmp_path / "out"
     assert report.main(report_args(paths, ("good", "cut"), *[a.format(**fill) for a in extra],
                                    "--out-dir", str(out))) == 2
-    assert capsys.readouterr().err.startswith("error: " + message)
+    assert capsys.readouterr().err.startswith("error: " + message.format(**fill))
     assert not out.exists()
+
+
+def test_a_segmented_form_belongs_to_its_translations_whatever_its_segmentation():
+    """BPE, SentencePiece pieces, Moses' tokens and XML escapes: the same letters, so the same
+    translation; another translation of the sentence is not."""
+    text = ["Don't stop-gap, please.", "北京欢迎你", "Hi!"]
+    check_segmented_form("hyp.seg", ["Don &apos;t stop @-@ g@@ ap , ple@@ ase .", "\u2581北京 欢迎 你", "Hi !"],
+                         "hyp.txt", text, "--system-lengths x")
+    with pytest.raises(InputError, match=r"--system-lengths x other.seg: 3 of 3 lines are not the segmented form "
+                                         r"of the translations in hyp.txt \(line 1: 'Do not stop , please .' "):
+        check_segmented_form("other.seg", ["Do not stop , please .", "\u2581北京", "Hello !"], "hyp.txt", text,
+                             "--system-lengths x")
 
 
 def board_args(paths, names, out, *extra):
@@ -250,13 +265,15 @@ def test_the_board_by_each_translations_length(files, tmp_path, capsys):
      "--system-scores good: 1 files for the 2 seeds of --system good"),
     (["--length-by", "hypothesis", "--system-lengths", "good={good},{good}"],
      "--system-lengths gives no file for cut: every system or none"),
+    (["--length-by", "hypothesis", "--system-lengths", "good={good},{cut}", "--system-lengths", "cut={cut},{cut}"],
+     "--system-lengths good {cut}: 73 of 120 lines are not the segmented form of the translations in "),
 ])
 def test_the_board_refuses_bad_options(files, tmp_path, capsys, extra, message):
     _, paths, _, _ = files
     out = tmp_path / "board"
-    assert leaderboard.main(board_args(paths, ("good", "cut"), out,
-                                       *[a.format(good=paths["good", 1]) for a in extra])) == 2
-    assert capsys.readouterr().err.startswith("error: " + message)
+    fill = {"good": paths["good", 1], "cut": paths["cut", 1]}
+    assert leaderboard.main(board_args(paths, ("good", "cut"), out, *[a.format(**fill) for a in extra])) == 2
+    assert capsys.readouterr().err.startswith("error: " + message.format(**fill))
     assert not out.exists()
 
 
@@ -301,6 +318,43 @@ def test_the_records_load_as_long_dataframes(files, tmp_path, capsys):
     assert board.attrs["baseline"] == "good"
     with pytest.raises(InputError, match="not a board"):
         load_board(report_out / "report.json")
+    assert_damage_is_named(report_out / "report.json", board_out / "board.json", tmp_path)
+
+
+def assert_damage_is_named(report_json, board_json, tmp_path):
+    """A damaged record (a key missing, a string where a number belongs) is refused on load,
+    naming the file, the record and the key: before, a record without a key dropped a whole
+    metric from the frame, and a string surfaced later in pandas."""
+    def damaged(source, change):
+        data = json.loads(source.read_text())
+        change(data if isinstance(data, list) else data["records"], data)
+        path = tmp_path / "damaged" / source.name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(data))
+        return path
+
+    def drop(key, index):
+        return lambda records, _: records[index].pop(key)
+
+    def text(key, index):
+        return lambda records, _: records[index].update({key: str(records[index][key])})
+
+    for load, source, set_key in ((load_report, report_json, "bucket"), (load_board, board_json, "set")):
+        first = json.loads(source.read_text())
+        first = (first if isinstance(first, list) else first["records"])[0]
+        where = rf"{tmp_path / 'damaged' / source.name}: record 1 \('good', '{first[set_key]}'\)"
+        for change, message in ((drop("ter", 0), f"{where} has no key 'ter'"),
+                                (drop("n", 0), f"{where} has no key 'n'"),
+                                (text("bleu", 0), f"{where}: 'bleu' is '[0-9.]+', not a number")):
+            with pytest.raises(InputError, match=message):
+                load(damaged(source, change))
+    # every record's signature of TER gone (a board's): its rows would go without a word
+    no_signature = damaged(report_json, lambda records, _: [r.pop("ter_signature", None) for r in records])
+    with pytest.raises(InputError, match="its records score 'ter' but none has its 'ter_signature'"):
+        load_report(no_signature)
+    no_signature = damaged(board_json, lambda _, board: board["signatures"].pop("ter"))
+    with pytest.raises(InputError, match="its 'signatures' have no 'ter', which its records score"):
+        load_board(no_signature)
 
 
 def assert_rows_are_the_records(frame, records):

@@ -166,6 +166,23 @@ def test_an_in_place_output_no_run_made_is_never_taken_for_the_steps_work(tmp_pa
     assert state.read_text() == "someone else's\n"
 
 
+@pytest.mark.parametrize("output", ["hyp.txt", "data-bin"])
+def test_an_output_no_run_made_is_refused_by_name_and_left_as_it_was(tmp_path, output):
+    """A file or a folder of files where a step would write, with no manifest of the step (a
+    user's translation in the folder given as --out-dir), stops the run before any work, as
+    a training's checkpoints do: it is never overwritten."""
+    (tmp_path / "a.txt").write_text("a\n")
+    mine = tmp_path / output / "notes.txt" if output == "data-bin" else tmp_path / output
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("mine\n")
+    step = copy_step(tmp_path, tmp_path / "a.txt", tmp_path / output, "translate")
+    with pytest.raises(StepError, match=rf"{tmp_path} holds {output} that no run of this recipe made "
+                                        r"\(no \.steps/translate\.json"):
+        run([step])
+    assert mine.read_text() == "mine\n" and runs(tmp_path, "translate") == 0
+    shutil.move(tmp_path / output, tmp_path / "moved away")
+    assert run([step]).ran == [step]
+
 def test_a_failed_step_leaves_no_output_and_is_tried_again(tmp_path):
     fail = tmp_path / "fail"
     fail.write_text("")
@@ -236,8 +253,9 @@ def test_steps_run_side_by_side_up_to_the_threads(tmp_path):
     run(steps, threads=3)
     starts, ends = zip(*spans())
     assert max(starts) < min(ends)  # all three at once
-    for k in range(3):
+    for k in range(3):  # undone: what no run made is never overwritten, so the outputs go too
         steps[k].manifest_path.unlink()
+        (tmp_path / f"t{k}").unlink()
     run(steps, threads=1)
     ordered = spans()
     assert all(ordered[k][1] <= ordered[k + 1][0] for k in range(2))  # one after another

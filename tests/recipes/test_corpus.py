@@ -103,6 +103,41 @@ def test_prepare_corpus_refuses_bad_options_and_files_before_any_folder_is_made(
     assert not (tmp_path / "prepared").exists()
 
 
+def test_a_test_set_inside_the_training_data_is_counted_and_refused_by_name_unless_allowed(tmp_path, capsys):
+    """Each test set's pairs (and sources) found in the training pairs are printed; more than
+    1% of its pairs refuses the preparation before any folder is made, naming the set, unless
+    --allow-overlap, and the counts are recorded in the prepared folder (overlap.env).  Pairs
+    held out of --train as the dev set are no training pairs."""
+    rows = [f"s{k} a b" for k in range(300)]
+    write_pair(tmp_path / "train", rows, [row.upper() for row in rows])
+    held = corpus.hold_out([(row, row.upper()) for row in rows], 50, 20, ("word", "word"), 1)
+    train = [row for k, row in enumerate(rows) if k not in held]
+    tests = {"clean": ([f"t{k} x" for k in range(100)], [f"T{k} X" for k in range(100)]),
+             # one pair of the training data (1%), and sources the training data translates otherwise
+             "sources": ([train[0]] + train[10:15] + [f"t{k}" for k in range(94)],
+                         [train[0].upper()] + ["other"] * 5 + [f"T{k}" for k in range(94)]),
+             "leaky": (train[:2] + [f"t{k}" for k in range(98)], [row.upper() for row in train[:2]] + ["T"] * 98)}
+    options = ["--dev-pairs", "50"]
+    for name, (src, tgt) in tests.items():
+        options += ["--test", f"{name}={write_pair(tmp_path / name, src, tgt)}"]
+    assert recipe(prepare(tmp_path, *options)) == 1
+    err = capsys.readouterr().err
+    assert "--test clean: 0 of its 100 pairs (0.0%) and 0 of its sources occur in the training data" in err
+    assert "--test sources: 1 of its 100 pairs (1.0%) and 6 of its sources occur in the training data" in err
+    assert (f"error: --test leaky {tmp_path / 'leaky'}: 2 of its 100 pairs (2.0%) and 2 of its sources occur in the "
+            "training data, more than 1%") in err and "--allow-overlap" in err
+    assert not (tmp_path / "prepared").exists()
+    assert recipe(prepare(tmp_path, *options, "--allow-overlap", "--dry-run")) == 0
+    planned = capsys.readouterr().out
+    assert re.search(r"\[run \(not run before\)\] record the test sets' overlap with the training data\n.* "
+                     r"ALLOW_OVERLAP=1 'TEST_clean=pairs 0 sources 0 of 100' 'TEST_sources=pairs 1 sources 6 of 100' "
+                     r"'TEST_leaky=pairs 2 sources 2 of 100'", planned), planned
+    # the pairs of the training file held out as the dev set: a test set of them is no overlap
+    write_pair(tmp_path / "leaky", [rows[k] for k in held], [rows[k].upper() for k in held])
+    assert recipe(prepare(tmp_path, *options, "--dry-run")) == 0
+    assert "--test leaky: 0 of its 50 pairs (0.0%)" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_tokenized_corpus_prepared_with_a_band_and_the_concatenation_augmentation(tmp_path):
     """--segmentation none: the text is what the model reads (no BPE, nothing normalised); the
@@ -110,7 +145,7 @@ def test_a_tokenized_corpus_prepared_with_a_band_and_the_concatenation_augmentat
     sets are where train.sh and translate.sh expect them; a re-run does nothing."""
     rows = [" ".join(f"w{(n * 7 + k) % 23}" for k in range(2 + n % 14)) for n in range(400)]
     write_pair(tmp_path / "train", rows, [row.replace("w", "v") + " ." for row in rows])
-    test = [" ".join(f"w{k}" for k in range(n)) for n in range(2, 32)]
+    test = [" ".join(f"w{k}" for k in reversed(range(n))) for n in range(2, 32)]  # none a training pair
     write_pair(tmp_path / "test", test, [row.replace("w", "v") + " ." for row in test])
     command = ["bash", SCRIPTS / "prepare-corpus.sh", *prepare(tmp_path, "--test", f"long={tmp_path / 'test'}",
                                                                "--segmentation", "none", "--dev-pairs", "40",
@@ -134,6 +169,7 @@ def test_a_tokenized_corpus_prepared_with_a_band_and_the_concatenation_augmentat
         assert (work / "data-bin" / name / "shard0" / "train.de-en.de.bin").is_file()
     assert lines(work / "testsets" / "long" / "raw.en") == [row.replace("w", "v") + " ." for row in test]
     assert len(lines(work / "testsets" / "concat_seq" / "raw.de")) == 15
+    assert "TEST_long=pairs 0 sources 0 of 30" in (work / "overlap.env").read_text()
     again = run(command)
     assert "start " not in again.stderr, again.stderr
     # the recipes take the folder, and find the band and the augmented data they need made

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, SHARED, local_slurm, run_command as run
+from relpos_recipes.engine import StepError
 from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
 REPO = REPO_ROOT
@@ -688,6 +689,33 @@ def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
     assert not [p for p in out.iterdir() if ".tmp." in p.name]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_translate_overwrites_no_translation_and_takes_no_test_set_of_other_dictionaries(toy, tmp_path):
+    """translate.sh --out-dir DIR refuses a hyp.txt no run made there; a copy of the test set
+    whose target dictionary numbers two words the other way round is refused by name, before
+    any work, as is one of another size."""
+    mine = tmp_path / "mine" / "hyp.txt"
+    mine.parent.mkdir()
+    mine.write_text("my translation\n")
+    proc = translate(toy, mine.parent, check=False)
+    assert proc.returncode != 0 and f"{mine.parent} holds hyp.txt that no run of this recipe made" in proc.stderr
+    assert mine.read_text() == "my translation\n"
+    other = tmp_path / "testsets" / "test"
+    shutil.copytree(toy["test"], other)
+    dictionary = other / "bin" / "dict.tgt.txt"
+    words = dictionary.read_text().splitlines(keepends=True)
+    dictionary.write_text("".join([words[1], words[0], *words[2:]]))
+    proc = translate(toy, tmp_path / "o", testset=other, check=False)
+    assert proc.returncode != 0 and f"{dictionary} is not the tgt dictionary {toy['ckpt']} was trained with (" \
+        in proc.stderr and "its words are numbered otherwise" in proc.stderr
+    dictionary.write_text("".join(words[:-1]))
+    proc = translate(toy, tmp_path / "o", testset=other, check=False)
+    assert proc.returncode != 0 and f"{dictionary} has {len(words) + 3} entries, but {toy['ckpt']} was trained " \
+        f"with a tgt dictionary of {len(words) + 4}" in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_gen_output_refuses_a_sentence_without_hypothesis(tmp_path):
     """fairseq-generate told to skip sentences (--skip-invalid-size-inputs-valid-test) prints
     no H- line for them: that is an error, not an empty hypothesis."""
@@ -851,6 +879,134 @@ def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder):
     assert proc.returncode != 0
     assert f"{out / folder} exists and was not made by demo.sh" in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
+
+
+def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path, capsys):
+    """A user's hyp.txt in OUT/SYSTEM/test/ (a folder the demo made: it has step manifests) is
+    refused by name before any work, as train.sh refuses checkpoints no run made."""
+    from relpos_recipes.__main__ import main as recipe
+
+    out = tmp_path / "d"
+    (out / "transformer_abs" / ".steps").mkdir(parents=True)
+    mine = out / "transformer_abs" / "test" / "hyp.txt"
+    mine.parent.mkdir()
+    mine.write_text("my translation\n")
+    assert recipe(["demo", "--quick", "--systems", "transformer_abs", "--out-dir", str(out), "--dry-run"]) == 1
+    assert f"{mine.parent} holds hyp.txt that no run of this recipe made" in capsys.readouterr().err
+    assert mine.read_text() == "my translation\n"
+
+
+def save_checkpoint(path, arch, data, updates=12, save_dir=None, vocabulary=None, **positions):
+    """A checkpoint as fairseq-train 0.12.2 writes one, reduced to what it records of its
+    training (the model's configuration, the task's data, the save folder, the updates) and,
+    given ``vocabulary``, embeddings of that many rows."""
+    import argparse
+
+    import torch
+
+    model = argparse.Namespace(arch=arch, **positions)
+    cfg = {"model": model, "task": {"data": str(data)}, "checkpoint": {"save_dir": str(save_dir or path.parent)}}
+    weights = {f"{side}.front_end.embed_tokens.weight": torch.zeros(vocabulary, 2) for side in ("encoder", "decoder")
+               if vocabulary}
+    torch.save({"cfg": cfg, "model": weights, "optimizer_history": [{"num_updates": updates}]}, path)
+
+
+def write_dictionaries(folder, words, langs=("src", "tgt")):
+    folder.mkdir(parents=True, exist_ok=True)
+    for lang in langs:
+        (folder / f"dict.{lang}.txt").write_text("".join(f"{word} 1\n" for word in words))
+
+
+@pytest.mark.parametrize("test_words, data_kept, why", [
+    (["w2", "w1", "w3"], True, "is not the tgt dictionary {checkpoint} was trained with ({data}/dict.tgt.txt): "
+                               "its words are numbered otherwise"),
+    (["w1", "w2", "w3", "w4"], False, "has 8 entries, but {checkpoint} was trained with a tgt dictionary of 7"),
+])
+def test_translate_refuses_a_test_set_of_other_dictionaries_by_name(tmp_path, test_words, data_kept, why):
+    """The same corpus prepared again (another seed: its words numbered otherwise) or another
+    corpus: the test set's dictionaries are not the model's, refused before any work; where
+    the sizes differ, said so (not torch's size mismatch), even with the data gone."""
+    from relpos_recipes.graphs.training import Translation
+
+    data = tmp_path / "data-bin" / "len30" / "shard0"
+    write_dictionaries(data, ["w1", "w2", "w3"])
+    checkpoint = tmp_path / "model" / "checkpoint_best.pt"
+    checkpoint.parent.mkdir()
+    save_checkpoint(checkpoint, "transformer_rel", data, vocabulary=7)
+    testset = tmp_path / "other" / "testsets" / "test"
+    write_dictionaries(testset / "bin", ["w1", "w2", "w3"], langs=("src",))
+    write_dictionaries(testset / "bin", test_words, langs=("tgt",))
+    (testset / "meta.env").write_text("SRC=src\nTGT=tgt\nLINES=1\n")
+    translation = Translation(checkpoint=checkpoint, testset=testset, out=tmp_path / "out")
+    if not data_kept:
+        shutil.rmtree(tmp_path / "data-bin")
+    with pytest.raises(StepError, match=re.escape(f"{testset / 'bin' / 'dict.tgt.txt'} "
+                                                  + why.format(checkpoint=checkpoint, data=data))):
+        translation.check()
+    write_dictionaries(testset / "bin", ["w1", "w2", "w3"], langs=("tgt",))
+    translation.check()
+
+
+@pytest.fixture
+def finished_training(tmp_path):
+    """A save folder of a training of transformer_rel for 12 updates that reached them, and
+    its train.sh command's fairseq-train part."""
+    save, data = tmp_path / "transformer_rel", tmp_path / "data-bin" / "len30"
+    save.mkdir()
+    for name in ("checkpoint_best.pt", "checkpoint_last.pt"):
+        save_checkpoint(save / name, "transformer_rel", data, encoder_pos="shaw", decoder_pos="shaw", cross_pos="none")
+    command = ["fairseq-train", str(data), "--arch", "transformer_rel", "--max-update", "12", "--patience", "3"]
+    return save, data, command
+
+
+@pytest.mark.parametrize("replacement, why", [
+    (dict(arch="transformer_abs"), "is a transformer_abs model, not --arch transformer_rel"),
+    (dict(arch="transformer_rel", encoder_pos="shaw:k=8", decoder_pos="shaw:k=8"),
+     "is a transformer_rel[encoder shaw:k=8, decoder shaw:k=8] model, not the transformer_rel this command trains"),
+    (dict(arch="transformer_rel", data="/elsewhere/len30"), "was trained on /elsewhere/len30, not on this "
+                                                            "command's data"),
+])
+def test_a_checkpoint_of_another_training_in_a_finished_folder_is_refused(finished_training, replacement, why):
+    """checkpoint_best.pt replaced by another system's (another architecture, other position
+    specs, other data): the re-run training, which finds checkpoint_last.pt at --max-update,
+    refuses it by name instead of handing it on as its model."""
+    from relpos_recipes.tools.fairseq_train import train
+
+    save, data, command = finished_training
+    best = save / "checkpoint_best.pt"
+    save_checkpoint(best, **{"data": data, **replacement})
+    with pytest.raises(SystemExit, match=re.escape(f"error: {best} {why}")):
+        train(save, command)
+
+
+def test_checkpoints_of_a_folder_moved_with_its_data_are_its_own(finished_training, tmp_path):
+    from relpos_recipes.tools.fairseq_train import train
+
+    save, data, command = finished_training
+    moved = tmp_path / "moved"  # the save folder and the data, moved together
+    shutil.copytree(save, moved / "transformer_rel")
+    train(moved / "transformer_rel", [command[0], str(moved / "data-bin" / "len30"), *command[2:]])
+
+
+@pytest.mark.parametrize("finished", ["max-update", "patience"])
+def test_a_lost_best_checkpoint_of_a_finished_training_is_not_replaced_by_the_last(finished_training, finished):
+    """checkpoint_best.pt deleted after the training reached --max-update or stopped early by
+    --patience: the last checkpoint is no stand-in for it (after an early stop it is the worse
+    one by construction); the run says what to do."""
+    from relpos_recipes.tools.fairseq_train import train
+
+    save, data, command = finished_training
+    if finished == "patience":
+        command[command.index("--max-update") + 1] = "1000"
+        (save / "train.log").write_text(
+            "2026-11-23 17:27:24 | INFO | fairseq_cli.train | {'_name': None, 'common': {}}\n"
+            "2026-11-23 17:29:53 | INFO | fairseq_cli.train | early stop since valid performance hasn't "
+            "improved for last 3 runs\n2026-11-23 17:29:53 | INFO | fairseq_cli.train | done training in 142.9 seconds\n")
+    (save / "checkpoint_best.pt").unlink()
+    with pytest.raises(SystemExit, match=re.escape(f"{save / 'checkpoint_best.pt'} is missing and ")
+                       + ".*restore checkpoint_best.pt, or move the folder's checkpoints away to train afresh"):
+        train(save, command)
+    assert not (save / "checkpoint_best.pt").exists()
 
 
 @pytest.mark.slow
