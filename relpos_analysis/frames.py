@@ -6,7 +6,7 @@
 
 A row per system × sentence set × metric: ``system``, ``oracle_of`` (the free system of an
 oracle-length decoding, else None), ``set`` (the bucket's label, "all", or on the board
-"within" and "beyond"), ``bucket_lo``, ``bucket_hi``, ``n``, ``metric`` (bleu, ter, chrf,
+"within" and "beyond"), ``bucket_lo``, ``bucket_hi``, ``n``, ``metric`` (bleu, ter, chrf, exact,
 the segment-score metrics, the failure columns empty, short, loop and logprob, and
 length_ratio), then what the records hold of it: ``value``, its 95% interval ``ci_lo``,
 ``ci_hi`` (the report's) or its spread over seeds ``sd``, ``min``, ``max``, ``seeds`` (the
@@ -14,7 +14,8 @@ board's), the paired test's ``p_value`` against the baseline, the difference to 
 ``diff``, ``diff_ci_lo``, ``diff_ci_hi`` (the board's), the drop from within the training
 limit ``drop``, ``drop_ci_lo``, ``drop_ci_hi`` (buckets beyond it) and an oracle-length
 decoding's gain over free decoding ``oracle_gain``, ``oracle_gain_ci_lo``,
-``oracle_gain_ci_hi``, ``oracle_gain_p``; missing values are NaN.  Metrics that were not
+``oracle_gain_ci_hi``, ``oracle_gain_p``, and on the whole-set row of ``--reference-baseline``'s
+row the metric's ``length_bias`` (relpos_analysis.evaluate.LengthBias); missing values are NaN.  Metrics that were not
 computed (a null signature) have no rows, nor have failed systems (``failed`` lists them).
 """
 import json
@@ -31,7 +32,7 @@ QUANTITIES = {"": "value", "_ci_lo": "ci_lo", "_ci_hi": "ci_hi", "_sd": "sd", "_
               "_diff_ci_hi": "diff_ci_hi", "_drop": "drop", "_drop_ci_lo": "drop_ci_lo",
               "_drop_ci_hi": "drop_ci_hi", "_oracle_gain": "oracle_gain",
               "_oracle_gain_ci_lo": "oracle_gain_ci_lo", "_oracle_gain_ci_hi": "oracle_gain_ci_hi",
-              "_oracle_gain_p": "oracle_gain_p"}
+              "_oracle_gain_p": "oracle_gain_p", "_length_bias": "length_bias"}
 KEYS = ["system", "oracle_of", "set", "bucket_lo", "bucket_hi", "n"]
 LENGTH_RATIO = "length_ratio"
 

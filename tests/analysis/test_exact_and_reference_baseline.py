@@ -8,6 +8,7 @@ import random
 import pytest
 from sacrebleu.metrics import BLEU
 
+from relpos_analysis import load_report
 from relpos_analysis.buckets import buckets_from_edges
 from relpos_analysis.evaluate import LENGTH_BIAS_THRESHOLD, ScoringOptions, evaluate_by_length, length_bias
 from relpos_analysis.metrics import exact_matches, parse_metrics
@@ -102,6 +103,10 @@ def test_the_reference_baseline_is_the_second_reference_scored_against_the_first
     ref_a = two_references["ref.A.en"].read_text(encoding="utf-8").splitlines()
     ref_b = two_references["ref.B.en"].read_text(encoding="utf-8").splitlines()
     assert whole["bleu"] == pytest.approx(BLEU().corpus_score(ref_b, [ref_a]).score)
+    frame = load_report(out)
+    bias = frame.query("system == @REFERENCE_ROW and set == 'all' and metric == 'bleu'")["length_bias"]
+    assert list(bias) == [pytest.approx(whole["bleu_length_bias"])]
+    assert set(frame.query("system == @REFERENCE_ROW and set != 'all'")["length_bias"].isna()) == {True}
 
 
 def test_a_metric_whose_human_translation_worsens_with_length_is_flagged():
