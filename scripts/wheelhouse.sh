@@ -75,16 +75,24 @@ pip=("$work/venv/bin/python" -m pip)
 # 1. what is built here: fairseq 0.12.2 from its source (its build gets setuptools, wheel and
 #    Cython in isolation; no torch there, so its optional torch extensions are left out, as
 #    in scripts/lib/env.sh's install) and this checkout
-log "building fairseq 0.12.2 and fairseq-relpos"
-"${pip[@]}" wheel -q --no-deps --no-binary fairseq -w "$out" "fairseq==0.12.2" "$REPO_ROOT"
+tag="cp${version/./}"
+if ls "$out"/fairseq-0.12.2-"$tag"-*.whl >/dev/null 2>&1; then
+  log "fairseq 0.12.2 for $tag is there already; building fairseq-relpos"
+  "${pip[@]}" wheel -q --no-deps -w "$out" "$REPO_ROOT"
+else
+  log "building fairseq 0.12.2 and fairseq-relpos"
+  "${pip[@]}" wheel -q --no-deps --no-binary fairseq -w "$out" "fairseq==0.12.2" "$REPO_ROOT"
+fi
 
 # 2. the rest of the closure, resolved against a torch (and --without's packages) taken as
-#    installed: placeholders that only tell pip they are there
+#    installed: placeholders that only tell pip they are there (torch's version 0 passes any
+#    cap a pip configuration puts on torch; the others' 99999 passes lower bounds)
 site="$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 for name in torch ${without//,/ }; do
-  info="$site/$(echo "$name" | tr '-' '_')-99999.dist-info"
+  placeholder_version=$([[ "$name" == torch ]] && echo 0 || echo 99999)
+  info="$site/$(echo "$name" | tr '-' '_')-$placeholder_version.dist-info"
   mkdir -p "$info"
-  printf 'Metadata-Version: 2.1\nName: %s\nVersion: 99999\n' "$name" > "$info/METADATA"
+  printf 'Metadata-Version: 2.1\nName: %s\nVersion: %s\n' "$name" "$placeholder_version" > "$info/METADATA"
   echo "placeholder" > "$info/INSTALLER"
   : > "$info/RECORD"
 done
@@ -99,11 +107,10 @@ for item in json.load(open(sys.argv[1]))["install"]:
         print(f"{meta['name']}=={meta['version']}")
 print("pip<24.1")  # installed here already, so not in the report
 EOF
+forbidden="$(grep -i -E '^(torch|nvidia|cuda|triton)[-_=]' "$work/needed.txt" | grep -v -i '^torchaudio' | tr '\n' ' ' || true)"
+[[ -z "$forbidden" ]] || die "the closure asks for packages the wheelhouse must not hold (${forbidden% }): something wants another torch"
 log "fetching $(wc -l < "$work/needed.txt") packages"
 # a wheel where the index has one for this Python, else built from its source
 "${pip[@]}" wheel -q --no-deps --prefer-binary -w "$out" -r "$work/needed.txt"
-
-forbidden="$(cd "$out" && ls | grep -i -E '^(torch|nvidia|cuda|triton)[-_]' | grep -v -i -E '^torchaudio[-_]' || true)"
-[[ -z "$forbidden" ]] || die "the wheelhouse holds packages it must not ($forbidden): something asked for another torch"
 size_mib="$(du -sm "$out" | cut -f1)"
 log "done in $((SECONDS - started)) s: $(ls "$out"/*.whl | wc -l) wheels, ${size_mib} MiB in $out"
