@@ -151,7 +151,8 @@ class LocalRunner:
                 cpus = min(step.resources.cpus, self.threads)
                 if any(u in waiting or u in running for u in upstream[step]) or cpus > free_cpus:
                     continue
-                open_gpus = [g for g in range(self.gpus) if self.jobs_per_gpu is None or gpu_load[g] < self.jobs_per_gpu]
+                open_gpus = [g for g in range(self.gpus)
+                             if self.jobs_per_gpu is None or gpu_load[g] < self.jobs_per_gpu]
                 if step.resources.gpus and self.gpus and not open_gpus:
                     continue
                 waiting.remove(step)
