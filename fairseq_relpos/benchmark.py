@@ -218,6 +218,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds over all archs")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--json", metavar="FILE", help="also write every table's numbers to FILE")
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     argv = sys.argv[1:] if argv is None else argv
     options = parser.parse_args(argv)
@@ -232,7 +233,7 @@ def main(argv=None):
         parser.error("--attention-impl flex: expected --device cuda (FlexAttention has no backward pass on the CPU)")
     if options.memory_probe:
         return memory_probe(archs[-1], options)
-    probe_argv = _without(argv, ("--archs", "--lengths", "--length"))
+    probe_argv = _without(argv, ("--archs", "--lengths", "--length", "--json"))
 
     workloads = {arch: Workload(arch, options, device) for arch in archs}
     for workload in workloads.values():  # warm-up (and FlexAttention's compilation)
@@ -240,6 +241,7 @@ def main(argv=None):
             workload.train_step(length)
             workload.decode(length)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    results = []
     for length in options.lengths:
         times = {arch: {"train": [], "decode": []} for arch in archs}
         for round_index in range(options.repeats):
@@ -252,6 +254,30 @@ def main(argv=None):
             arch: peak_training_memory(workloads[arch], arch, length, options, device, probe_argv) for arch in archs}
         kernels = {arch: workloads[arch].kernels(length) for arch in archs}
         print_tables(name, options, length, archs, workloads, times, memory, kernels)
+        results.append(length_record(options, length, archs, workloads, times, memory, kernels))
+        if options.json:  # after each length, so that a run cut short keeps the lengths it measured
+            with open(options.json, "w", encoding="utf-8") as out:
+                json.dump({"device": name, "torch": torch.__version__, "cuda": torch.version.cuda,
+                           "options": {key: value for key, value in vars(options).items() if key != "memory_probe"},
+                           "lengths": results}, out, indent=1)
+
+
+def length_record(options, length, archs, workloads, times, memory, kernels) -> dict:
+    """One length's tables as numbers: per arch the seconds of every round (training step and
+    beam search), the ratios to the baseline's in the same round, peak MiB and kernels."""
+    rows = {}
+    for arch in archs:
+        workload = workloads[arch]
+        row = {"attention": workload.attention_impl, "parameters": workload.parameters,
+               "target_tokens": workload.batches[length]["target_tokens"], "peak_train_mib": memory.get(arch),
+               "kernels": {f"{column} {phase}": sorted(kernels[arch][column, phase])
+                           for column, _, _ in LAYER_KINDS for phase in ("train", "beam")}}
+        for kind in ("train", "decode"):
+            ratios = [mine / base for mine, base in zip(times[arch][kind], times[BASELINE][kind])]
+            row[kind] = {"seconds": times[arch][kind], "ratio_median": statistics.median(ratios),
+                         "ratio_min": min(ratios), "ratio_max": max(ratios)}
+        rows[arch] = row
+    return {"length": length, "archs": rows}
 
 
 def print_tables(name, options, length, archs, workloads, times, memory, kernels):

@@ -64,13 +64,19 @@ class Outcome:
 
 class LocalRunner:
     """Runs a graph here.  A failed step stops the run (its error raised as ``StepError``),
-    or with the graph's ``keep_going`` only what depends on it."""
+    or with the graph's ``keep_going`` only what depends on it.  A step that asks for a GPU
+    gets the least busy one, which runs at most ``jobs_per_gpu`` such steps at a time (None:
+    as many as the cores allow), through CUDA_VISIBLE_DEVICES."""
 
-    def __init__(self, threads: int = 1, gpus: int = 0, console: Optional[Console] = None, time_limit: bool = False):
+    def __init__(self, threads: int = 1, gpus: int = 0, console: Optional[Console] = None, time_limit: bool = False,
+                 jobs_per_gpu: Optional[int] = None):
         if threads < 1:
             raise StepError(f"--threads: expected at least 1, got {threads}")
+        if jobs_per_gpu is not None and jobs_per_gpu < 1:
+            raise StepError(f"--jobs-per-gpu: expected at least 1, got {jobs_per_gpu}")
         self.threads = threads
         self.gpus = gpus
+        self.jobs_per_gpu = jobs_per_gpu
         self.console = console or Console()
         self.time_limit = time_limit  # SIGUSR1 stops the run as TimeLimit (a SLURM job near its limit)
 
@@ -145,6 +151,10 @@ class LocalRunner:
                 cpus = min(step.resources.cpus, self.threads)
                 if any(u in waiting or u in running for u in upstream[step]) or cpus > free_cpus:
                     continue
+                open_gpus = [g for g in range(self.gpus)
+                             if self.jobs_per_gpu is None or gpu_load[g] < self.jobs_per_gpu]
+                if step.resources.gpus and self.gpus and not open_gpus:
+                    continue
                 waiting.remove(step)
                 state = step_state(step, scope=producer_scope(known))  # its inputs are final now
                 if state.refusal:
@@ -155,7 +165,7 @@ class LocalRunner:
                     continue
                 gpu = None
                 if step.resources.gpus and self.gpus:
-                    gpu = min(range(self.gpus), key=lambda g: gpu_load[g])
+                    gpu = min(open_gpus, key=lambda g: gpu_load[g])
                     gpu_load[gpu] += 1
                 free_cpus -= cpus
                 runner = RunningStep(step, self.console.step_line, self._env(step, gpu), producer_scope(known))

@@ -55,6 +55,7 @@ def add_launcher_options(parser) -> None:
     parser.add_argument("--slurm-args", default="")
     parser.add_argument("--slurm-max-requeues", type=_count("a number of requeues (0 for none)", 0), default=3)
     parser.add_argument("--slurm-requeue-margin", type=_count("a number of seconds", 1), default=180)
+    parser.add_argument("--jobs-per-gpu", type=_count("a positive integer", 1))
     parser.add_argument("--wait", action="store_true")
     parser.add_argument("--run-job", help=argparse.SUPPRESS)
 
@@ -68,6 +69,7 @@ class Launch:
     dry_run: bool = False
     threads: int = DEFAULT_THREADS
     gpus: int = 0
+    jobs_per_gpu: Optional[int] = None  # steps sharing a GPU at a time (None: as many as the cores allow)
     launcher: str = "local"
     slurm: SlurmOptions = dataclasses.field(default_factory=SlurmOptions)
     wait: bool = False
@@ -86,6 +88,7 @@ class Launch:
             requeue_margin=getattr(args, "slurm_requeue_margin", 180))
         return cls(recipe=recipe, argv=list(argv), dry_run=getattr(args, "dry_run", False),
                    launcher=getattr(args, "launcher", "local"), slurm=slurm, wait=getattr(args, "wait", False),
+                   jobs_per_gpu=getattr(args, "jobs_per_gpu", None),
                    run_job=getattr(args, "run_job", None), **fields)
 
     @property
@@ -119,7 +122,7 @@ def run(graph: Graph, launch: Launch) -> Optional[Outcome]:
         return None
     with FolderLock(graph.roots, launch.what()):
         check_manifests(graph.roots)
-        return LocalRunner(launch.threads, launch.gpus, launch.console).run(graph)
+        return LocalRunner(launch.threads, launch.gpus, launch.console, jobs_per_gpu=launch.jobs_per_gpu).run(graph)
 
 
 def check_manifests(roots: Sequence[Path]) -> None:

@@ -63,7 +63,7 @@ def run_job(graph: Graph, launch: Launch) -> Outcome:
                   keep_going=job.after_any or graph.keep_going)
     cpus = int(os.environ.get("SLURM_CPUS_PER_TASK", launch.threads))
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
-    runner = LocalRunner(cpus, gpus, launch.console, time_limit=job.trains)
+    runner = LocalRunner(cpus, gpus, launch.console, time_limit=job.trains, jobs_per_gpu=launch.jobs_per_gpu)
     # shared: the recipe's other jobs run beside it; each step holds its own lock
     with FolderLock(graph.roots, launch.what(), shared=True):
         try:

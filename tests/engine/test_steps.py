@@ -13,6 +13,7 @@ import pytest
 from relpos_recipes.engine import Console, Graph, Job, Out, OutDir, Policy, Step, StepError, manifest
 from relpos_recipes.engine.local import LocalRunner
 from relpos_recipes.engine.plan import plan
+from relpos_recipes.engine.step import Resources
 
 PY = sys.executable
 
@@ -259,6 +260,32 @@ def test_steps_run_side_by_side_up_to_the_threads(tmp_path):
     run(steps, threads=1)
     ordered = spans()
     assert all(ordered[k][1] <= ordered[k + 1][0] for k in range(2))  # one after another
+
+
+def test_gpu_steps_share_each_gpu_up_to_jobs_per_gpu(tmp_path, monkeypatch):
+    """Pretend GPUs: the runner only hands out CUDA_VISIBLE_DEVICES, so none need exist."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")  # the runner's GPUs are these two
+    code = ("import os, sys, time, pathlib; start = time.time(); time.sleep(0.8);"
+            "pathlib.Path(sys.argv[1]).write_text(f'{os.environ[\"CUDA_VISIBLE_DEVICES\"]} {start} {time.time()}')")
+    steps = [Step(f"g{k}", [PY, "-c", code, Out(tmp_path / f"g{k}")], home=tmp_path, resources=Resources(gpus=1))
+             for k in range(6)]
+
+    def concurrency():
+        """Per GPU, the most steps it ran at one time, and how many ran at once on all."""
+        spans = [(tmp_path / f"g{k}").read_text().split() for k in range(6)]
+        at_once = {gpu: max(sum(float(s) <= float(start) < float(e) for g, s, e in spans if g == gpu)
+                            for g, start, _ in spans if g == gpu) for gpu, _, _ in spans}
+        overall = max(sum(float(s) <= float(start) < float(e) for _, s, e in spans) for _, start, _ in spans)
+        return at_once, overall
+
+    LocalRunner(threads=6, gpus=2, console=Console(stream_steps=False), jobs_per_gpu=2).run(graph(steps))
+    assert concurrency() == ({"5": 2, "7": 2}, 4)  # two on each GPU, the cores would allow six
+    for step in steps:
+        step.manifest_path.unlink()
+    LocalRunner(threads=6, gpus=2, console=Console(stream_steps=False)).run(graph(steps))
+    assert concurrency() == ({"5": 3, "7": 3}, 6)  # without a cap: as many as the cores allow, shared out
+    with pytest.raises(StepError, match="--jobs-per-gpu: expected at least 1, got 0"):
+        LocalRunner(threads=2, gpus=1, jobs_per_gpu=0)
 
 
 def test_a_moved_or_copied_folder_is_still_done(chain):

@@ -2,6 +2,7 @@
 memory, the kernel each kind of attention layer ran) and the batches it times.  It measures;
 nothing here asserts a timing."""
 import argparse
+import json
 
 import pytest
 import torch
@@ -11,8 +12,9 @@ from fairseq_relpos.benchmark import Workload, main
 TINY = ["--layers", "2", "--dim", "16", "--heads", "2", "--vocab", "50", "--batch", "3", "--repeats", "1"]
 
 
-def test_the_benchmark_reports_each_length_with_its_kernels(capsys):
-    main(["--archs", "transformer_t5,transformer_rel", *TINY, "--lengths", "5,8", "--padding", "--no-memory"])
+def test_the_benchmark_reports_each_length_with_its_kernels(capsys, tmp_path):
+    main(["--archs", "transformer_t5,transformer_rel", *TINY, "--lengths", "5,8", "--padding", "--no-memory",
+          "--json", str(tmp_path / "bench.json")])
     out = capsys.readouterr().out
     for length in (5, 8):
         assert f"fp32, batch 3x{length} tokens (padded: length/2 … length)" in out
@@ -24,6 +26,15 @@ def test_the_benchmark_reports_each_length_with_its_kernels(capsys):
     # the CPU's fused kernel, the explicit softmax of shaw's value term and of the alignment layer's weights
     assert "| transformer_abs | flash / flash | flash / flash | explicit+flash / explicit+flash |" in out
     assert "| transformer_rel | explicit / explicit | explicit / explicit | explicit+flash / explicit+flash |" in out
+    # the same tables as numbers
+    record = json.loads((tmp_path / "bench.json").read_text())
+    assert record["torch"] == torch.__version__ and record["options"]["padding"] is True
+    assert [length["length"] for length in record["lengths"]] == [5, 8]
+    rows = record["lengths"][0]["archs"]
+    assert list(rows) == ["transformer_abs", "transformer_t5", "transformer_rel"]
+    assert rows["transformer_abs"]["train"]["ratio_median"] == 1.0 and rows["transformer_t5"]["peak_train_mib"] is None
+    assert len(rows["transformer_rel"]["decode"]["seconds"]) == 1
+    assert rows["transformer_rel"]["kernels"]["decoder self-attn train"] == ["explicit"]
 
 
 @pytest.mark.slow  # a fresh interpreter per arch
