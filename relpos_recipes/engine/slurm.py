@@ -40,6 +40,8 @@ NEVER_STARTS = {"DependencyNeverSatisfied": "a job it waits for failed",
                 **{reason: UNRUNNABLE.format(reason) for reason in
                    ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit")}}
 LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
+# the states in which SLURM, not the job's own commands, ended a job
+ENDED_BY_SLURM = ("CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "BOOT_FAIL")
 # how long a cancellation waits for the controller to show the jobs ended
 CANCEL_SECONDS = 10
 # how long a submission waits for a job of the last one to end or be requeued (SLURM's KillWait is 30 s by default)
@@ -269,21 +271,26 @@ class Submitter:
         console = self.launch.console
         console.log(f"waiting for {len(ids)} SLURM job(s): {', '.join(ids.values())}")
         quiet = 0  # answers in a row that list none of the jobs
-        while True:
-            proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids.values()), "-o", "%i %T %r"],
-                                  capture_output=True, text=True)
-            remaining = [line.split() for line in proc.stdout.splitlines() if line.strip()]
-            # a job being requeued can be missing from one answer: the jobs have ended when two
-            # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
-            quiet = quiet + 1 if not remaining else 0
-            if quiet == 2:
-                break
-            never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
-            for job_id, why in never:
-                console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
-            if never:
-                subprocess.run(["scancel", *(job_id for job_id, _ in never)])
-            time.sleep(2)
+        live = list(ids.values())  # those SLURM listed last
+        try:
+            while True:
+                proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids.values()), "-o", "%i %T %r"],
+                                      capture_output=True, text=True)
+                remaining = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+                live = [job_id for job_id in ids.values() if any(fields[0] == job_id for fields in remaining)]
+                # a job being requeued can be missing from one answer: the jobs have ended when two
+                # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
+                quiet = quiet + 1 if not remaining else 0
+                if quiet == 2:
+                    break
+                never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
+                for job_id, why in never:
+                    console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
+                if never:
+                    subprocess.run(["scancel", *(job_id for job_id, _ in never)])
+                time.sleep(2)
+        except KeyboardInterrupt:  # Ctrl-C stops the waiting, not the jobs
+            raise KeyboardInterrupt(left_running(live)) from None
         unfinished_jobs = []  # the data or a report: without them there is nothing to report
         for job, job_id in ids.items():
             state = job_state(job_id)
@@ -297,6 +304,15 @@ class Submitter:
                     console.log(f"FAILED {job.name}: {why}")
         if unfinished_jobs:
             raise StepError(f"SLURM job(s) did not complete: {', '.join(unfinished_jobs)}")
+
+
+def left_running(job_ids: Sequence[str]) -> str:
+    """What an interrupted --wait leaves: the jobs go on in SLURM; how to follow or cancel them."""
+    if not job_ids:
+        return "stopped waiting; SLURM listed none of the jobs as queued or running any more"
+    return (f"stopped waiting, but the {len(job_ids)} SLURM job(s) go on ({', '.join(job_ids)}): follow them with "
+            f"squeue -j {','.join(job_ids)}; cancel them with scancel {' '.join(job_ids)}; a re-run with --wait "
+            "waits for them again")
 
 
 def dependencies(graph: Graph, planned: Plan) -> Dict[Job, List[Job]]:
@@ -396,6 +412,16 @@ def show_job(job_id: str) -> Dict[str, str]:
     except OSError:
         return {}
     return dict(re.findall(r"(\w+)=(\S*)", proc.stdout)) if proc.returncode == 0 else {}
+
+
+def ended_by_slurm(record: Optional[manifest.Record]) -> Optional[str]:
+    """Why a step's unfinished run ended where SLURM ended the job it ran in ("SLURM ended
+    its job 70: CANCELLED"): the step's own last words then are only where it was stopped.
+    None where SLURM did not, or no SLURM says."""
+    if record is None or record.status == "done" or not record.job_id:
+        return None
+    state = show_job(record.job_id).get("JobState")
+    return f"SLURM ended its job {record.job_id}: {state}" if state in ENDED_BY_SLURM else None
 
 
 def cancel(job_ids: Sequence[str]) -> Tuple[Dict[str, str], Dict[str, str]]:

@@ -2,12 +2,13 @@
 the leaderboard's re-plan points as job boundaries, whole-graph planning at submission, and
 what SLURM does wrong or refuses: a job waiting on a failed one, a submission sbatch refuses
 half-way, GPUs the partition does not have, a training that keeps reaching its time limit; and
-what the runner makes of a job being requeued.
+what the runner says of a job being requeued, Ctrl-C under --wait and a cancelled training.
 (That the cluster's board equals the one made here, the same rates, updates and translations,
 was checked by hand: docs/reproducing.md, "Running on a cluster".)"""
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -15,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, cluster_report, poll_slurm, run_command as run
+from relpos_recipes.engine import Step, manifest, unfinished
 from relpos_recipes.engine.slurm import queue_state
+from relpos_recipes.tools.choice import _grid_point
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -174,6 +177,56 @@ def test_a_job_being_requeued_is_a_job_queued(slurm, tmp_path, monkeypatch):
         assert queue_state(job)[0] == "PENDING"
     finally:
         subprocess.run(["scancel", job], capture_output=True)
+
+
+def test_ctrl_c_under_wait_says_the_jobs_go_on_and_how_to_follow_or_cancel_them(slurm, tmp_path):
+    """Ctrl-C while --wait follows the jobs (held here: they stay queued) stops the waiting,
+    not the jobs: the message says so, with their ids, and they are still queued."""
+    out = tmp_path / "out"
+    stderr = tmp_path / "stderr"
+    command = ["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs", "--out-dir", out, *ON_SLURM,
+               "--slurm-args=--hold", "--wait"]
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
+                                env={**os.environ, "SLURM_CONF": slurm}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "waiting for" not in stderr.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, stderr.read_text()
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C reaches the terminal's foreground group
+        assert proc.wait(60) == 130
+        ids = submitted_ids(out)
+        said = stderr.read_text()
+        assert len(ids) == 3 and "the steps that were running were stopped" not in said  # data, system, report
+        assert (f"interrupted: stopped waiting, but the 3 SLURM job(s) go on ({', '.join(ids)}): follow them with "
+                f"squeue -j {','.join(ids)}; cancel them with scancel {' '.join(ids)}") in said, said
+        queued = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T"], capture_output=True, text=True,
+                                env={**os.environ, "SLURM_CONF": slurm}).stdout.splitlines()
+        assert sorted(queued) == sorted(f"{job} PENDING" for job in ids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cancel_all(out, slurm)
+
+
+@pytest.mark.parametrize("status", ["failed", "running"])
+def test_a_training_slurm_ended_gives_slurms_state_as_its_reason(slurm, tmp_path, monkeypatch, status):
+    """A training whose job was cancelled: the reason a board and the choice of a learning
+    rate give is SLURM's state, not the last line of its log (where it was stopped)."""
+    monkeypatch.setenv("SLURM_CONF", slurm)
+    job = subprocess.run(["sbatch", "--parsable", "--hold", "--wrap", "true", "-o", "/dev/null"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["scancel", job], check=True)
+    poll_slurm(["scontrol", "show", "job", job], slurm, lambda said: "JobState=CANCELLED" in said, seconds=10)
+    folder = tmp_path / "transformer_rel-lr1e-3"
+    step = Step("train", ["true"], home=folder)
+    error = "train transformer_rel failed (exit 143): Saved checkpoint checkpoint_last.pt (epoch 3 @ 60 updates)"
+    manifest.write(step.manifest_path, manifest.Record(step="train", status=status, command=["true"], identity=[],
+                                                       root=".", inputs={}, outputs={}, job_id=job,
+                                                       error=error if status == "failed" else None))
+    assert unfinished([step]) == f"train: SLURM ended its job {job}: CANCELLED (see {step.log_path})"
+    assert _grid_point(folder)["failure"] == f"SLURM ended its job {job}: CANCELLED"
 
 
 def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_often(slurm, tmp_path):
