@@ -42,6 +42,7 @@ NEVER_STARTS = {"DependencyNeverSatisfied": "a job it waits for failed",
 LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
 # the states in which SLURM, not the job's own commands, ended a job
 ENDED_BY_SLURM = ("CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "BOOT_FAIL")
+FINAL_STATES = ("COMPLETED", "FAILED", *ENDED_BY_SLURM)
 # how long a cancellation waits for the controller to show the jobs ended
 CANCEL_SECONDS = 10
 # how long a submission waits for a job of the last one to end or be requeued (SLURM's KillWait is 30 s by default)
@@ -270,13 +271,22 @@ class Submitter:
         start is cancelled and named rather than waited for."""
         console = self.launch.console
         console.log(f"waiting for {len(ids)} SLURM job(s): {', '.join(ids.values())}")
-        quiet = 0  # answers in a row that list none of the jobs
+        quiet = 0  # answers in a row that list none of the jobs as not ended
         live = list(ids.values())  # those SLURM listed last
+        # each job's state (scontrol's, with its restarts) once it ended: slurmctld forgets a job
+        # MinJobAge (300 s by default) after its end, which can be long before the last job ends
+        ended: Dict[str, str] = {}
         try:
             while True:
-                proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids.values()), "-o", "%i %T %r"],
-                                      capture_output=True, text=True)
-                remaining = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+                proc = subprocess.run(["squeue", "-h", "--states", "all", "-j", ",".join(ids.values()), "-o",
+                                       "%i %T %r"], capture_output=True, text=True)
+                listed = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+                for job_id, state, *_ in listed:
+                    if state not in FINAL_STATES:
+                        ended.pop(job_id, None)  # requeued
+                    elif job_id not in ended:
+                        ended[job_id] = job_state(job_id)
+                remaining = [fields for fields in listed if fields[1] not in FINAL_STATES]
                 live = [job_id for job_id in ids.values() if any(fields[0] == job_id for fields in remaining)]
                 # a job being requeued can be missing from one answer: the jobs have ended when two
                 # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
@@ -293,7 +303,7 @@ class Submitter:
             raise KeyboardInterrupt(left_running(live)) from None
         unfinished_jobs = []  # the data or a report: without them there is nothing to report
         for job, job_id in ids.items():
-            state = job_state(job_id)
+            state = ended.get(job_id) or job_state(job_id)
             console.log(f"job {job_id} {job.name}: {state}")
             if job.kind != "system" and not state.startswith("COMPLETED"):
                 unfinished_jobs.append(f"{job.name} ({state}; {self.log_dir}/{job.name}-{job_id}.out)")
@@ -453,7 +463,7 @@ def cancellation(states: Dict[str, str], refused: Dict[str, str]) -> str:
     live = [job_id for job_id, state in states.items() if state in LIVE_STATES]
     said = []
     if cancelled:
-        said.append(f"{len(cancelled)} were cancelled ({', '.join(cancelled)})")
+        said.append(f"{len(cancelled)} {'was' if len(cancelled) == 1 else 'were'} cancelled ({', '.join(cancelled)})")
     if ended:
         said.append(f"{len(ended)} had already ended ({', '.join(ended)})")
     if live:

@@ -240,6 +240,15 @@ def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_of
     refused = run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-time", "2:00"], env, check=False)
     assert refused.returncode == 1 and "--slurm-time 2:00 (120 s) is not longer than the 180 s" in refused.stderr
     try:
+        # the data first, without the one-minute limit, which under load would cut the data's job
+        # too: the jobs submitted held, the data's released, the others cancelled
+        run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-args=--hold"], env)
+        jobs = json.loads((out / "slurm" / "jobs.json").read_text())
+        subprocess.run(["scontrol", "release", jobs["prepare"]], check=True, env=env)
+        data = poll_slurm(["scontrol", "show", "job", jobs["prepare"]], slurm,
+                          lambda said: re.search(r"JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)", said), seconds=600)
+        assert "JobState=COMPLETED" in data, cluster_report(jobs, out, slurm)
+        subprocess.run(["scancel", *(job for name, job in jobs.items() if name != "prepare")], check=True, env=env)
         run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-time", "1", "--slurm-requeue-margin", "50",
              "--slurm-max-requeues", "1"], env)
         manifest = out / "transformer_abs" / ".steps" / "train.json"

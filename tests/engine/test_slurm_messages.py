@@ -14,6 +14,7 @@ def test_a_cancellation_says_which_jobs_it_cancelled_which_had_ended_and_which_i
         f"1 could not be cancelled (72: still RUNNING {CANCEL_SECONDS} s after scancel; scancel: Access/permission "
         "denied): cancel them with scancel 72")
     assert cancellation({"70": "CANCELLED", "71": "CANCELLED"}, {}) == "2 were cancelled (70, 71)"
+    assert cancellation({"70": "CANCELLED"}, {}) == "1 was cancelled (70)"
 
 
 def test_an_interrupted_wait_says_the_jobs_go_on_and_how_to_follow_or_cancel_them():
@@ -31,3 +32,4 @@ def test_a_step_of_a_slurm_job_keeps_its_own_reason_where_no_slurm_answers(tmp_p
                                                        root=".", inputs={}, outputs={}, job_id="70",
                                                        error="train failed (exit 1): out of memory"))
     assert unfinished([step]) == "train failed (exit 1): out of memory"
+
