@@ -37,9 +37,9 @@ def main(argv=None) -> int:
     except StepError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted: the steps that were running were stopped; a re-run goes on from there",
-              file=sys.stderr)
+    except KeyboardInterrupt as interrupted:  # with what it left running where it says (a SLURM --wait)
+        print("interrupted: " + (str(interrupted) or "the steps that were running were stopped; a re-run goes on "
+                                                     "from there"), file=sys.stderr)
         return 130
 
 

@@ -5,6 +5,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -42,6 +43,20 @@ def slurm():
     if conf is None:
         pytest.skip(why_not)
     return conf
+
+
+def poll_slurm(command, slurm, until, seconds=30):
+    """Asks SLURM (squeue, scontrol) every half second until ``until(its output)`` holds, for at
+    most ``seconds``: its output, or an AssertionError with the last one.  What SLURM shows
+    right after a command (sbatch, scancel, a job's end) can be a state on its way."""
+    env = {**os.environ, "SLURM_CONF": slurm}
+    deadline = time.monotonic() + seconds
+    while True:
+        said = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env).stdout
+        if until(said):
+            return said
+        assert time.monotonic() < deadline, f"{' '.join(map(str, command))}: not as awaited after {seconds} s: {said}"
+        time.sleep(0.5)
 
 
 def cluster_report(jobs, runs, slurm):

@@ -137,10 +137,16 @@ def check_manifests(roots: Sequence[Path]) -> None:
 
 
 def unfinished(steps: Sequence[Step]) -> Optional[str]:
-    """Why the first of ``steps`` that did not finish did not: the error its manifest
-    records, or that it did not run to its end; None when all finished."""
+    """Why the first of ``steps`` that did not finish did not: SLURM's state where SLURM ended
+    the job it ran in, the error its manifest records, or that it did not run to its end;
+    None when all finished."""
+    from .slurm import ended_by_slurm  # slurm.py builds on this module
+
     for step in steps:
         record = manifest.of(step)
+        ended = ended_by_slurm(record)
+        if ended:
+            return f"{step.description}: {ended} (see {step.log_path})"
         if record and record.status == "failed":
             return record.error or "failed"
         if not (record and record.status == "done") or not all(p.exists() for p in step.outputs):

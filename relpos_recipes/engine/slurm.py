@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import manifest
 from .graph import Graph, Job
@@ -40,6 +40,13 @@ NEVER_STARTS = {"DependencyNeverSatisfied": "a job it waits for failed",
                 **{reason: UNRUNNABLE.format(reason) for reason in
                    ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit")}}
 LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
+# the states in which SLURM, not the job's own commands, ended a job
+ENDED_BY_SLURM = ("CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "BOOT_FAIL")
+FINAL_STATES = ("COMPLETED", "FAILED", *ENDED_BY_SLURM)
+# how long a cancellation waits for the controller to show the jobs ended
+CANCEL_SECONDS = 10
+# how long a submission waits for a job of the last one to end or be requeued (SLURM's KillWait is 30 s by default)
+SETTLE_SECONDS = 60
 # the recipe options about submitting, which a job's own command line does not take
 _SUBMISSION_OPTIONS = {"--launcher", "--slurm-partition", "--slurm-gpus-per-job", "--slurm-cpus-per-job", "--slurm-nodes",
                        "--slurm-time", "--slurm-mem", "--slurm-args", "--slurm-requeue-margin"}
@@ -153,13 +160,19 @@ class Submitter:
                     continue
                 queued = previous.get(job.name)
                 state, reason = queue_state(queued) if queued and not self.launch.dry_run else (None, None)
+                if state == "COMPLETING":  # not yet known whether it ends or runs again
+                    raise StepError(f"job {queued} of the last submission ({job.name}) is still COMPLETING "
+                                    f"{SETTLE_SECONDS} s on: submit again once it has ended or is queued again "
+                                    f"(squeue -j {queued})")
                 if state in LIVE_STATES and reason not in NEVER_STARTS:
                     ids[job] = queued
                     lines.append(f"[queued before: {queued}] {job.name}")
                     continue
                 if state in LIVE_STATES:  # it would wait for ever: it goes, and a new one takes its place
-                    subprocess.run(["scancel", queued], capture_output=True)
-                    lines.append(f"[cancelled {queued}: {NEVER_STARTS[reason]}] {job.name}")
+                    states, refused = cancel([queued])
+                    why = NEVER_STARTS[reason]
+                    lines.append(f"[cancelled {queued}: {why}] {job.name}" if states[queued] == "CANCELLED"
+                                 else f"[job {queued} ({why}): {cancellation(states, refused)}] {job.name}")
                 after = [ids[d] for d in depends[job] if d in ids]
                 script = self.script(job, after)
                 if self.launch.dry_run:
@@ -173,9 +186,8 @@ class Submitter:
                 lines.append(f"[submitted {ids[job]}] {job.name}" + (f" (after {', '.join(after)})" if after else ""))
         except StepError as error:
             if submitted:
-                subprocess.run(["scancel", *submitted], capture_output=True)
-                raise StepError(f"{error}; the {len(submitted)} job(s) this submission had queued were cancelled "
-                                f"({', '.join(submitted)})") from None
+                raise StepError(f"{error}; of the {len(submitted)} job(s) this submission had queued, "
+                                f"{cancellation(*cancel(submitted))}") from None
             raise
         finally:
             print("\n".join(lines))
@@ -259,25 +271,39 @@ class Submitter:
         start is cancelled and named rather than waited for."""
         console = self.launch.console
         console.log(f"waiting for {len(ids)} SLURM job(s): {', '.join(ids.values())}")
-        quiet = 0  # answers in a row that list none of the jobs
-        while True:
-            proc = subprocess.run(["squeue", "-h", "-j", ",".join(ids.values()), "-o", "%i %T %r"],
-                                  capture_output=True, text=True)
-            remaining = [line.split() for line in proc.stdout.splitlines() if line.strip()]
-            # a job being requeued can be missing from one answer: the jobs have ended when two
-            # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
-            quiet = quiet + 1 if not remaining else 0
-            if quiet == 2:
-                break
-            never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
-            for job_id, why in never:
-                console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
-            if never:
-                subprocess.run(["scancel", *(job_id for job_id, _ in never)])
-            time.sleep(2)
+        quiet = 0  # answers in a row that list none of the jobs as not ended
+        live = list(ids.values())  # those SLURM listed last
+        # each job's state (scontrol's, with its restarts) once it ended: slurmctld forgets a job
+        # MinJobAge (300 s by default) after its end, which can be long before the last job ends
+        ended: Dict[str, str] = {}
+        try:
+            while True:
+                proc = subprocess.run(["squeue", "-h", "--states", "all", "-j", ",".join(ids.values()), "-o",
+                                       "%i %T %r"], capture_output=True, text=True)
+                listed = [line.split() for line in proc.stdout.splitlines() if line.strip()]
+                for job_id, state, *_ in listed:
+                    if state not in FINAL_STATES:
+                        ended.pop(job_id, None)  # requeued
+                    elif job_id not in ended:
+                        ended[job_id] = job_state(job_id)
+                remaining = [fields for fields in listed if fields[1] not in FINAL_STATES]
+                live = [job_id for job_id in ids.values() if any(fields[0] == job_id for fields in remaining)]
+                # a job being requeued can be missing from one answer: the jobs have ended when two
+                # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
+                quiet = quiet + 1 if not remaining else 0
+                if quiet == 2:
+                    break
+                never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
+                for job_id, why in never:
+                    console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
+                if never:
+                    subprocess.run(["scancel", *(job_id for job_id, _ in never)])
+                time.sleep(2)
+        except KeyboardInterrupt:  # Ctrl-C stops the waiting, not the jobs
+            raise KeyboardInterrupt(left_running(live)) from None
         unfinished_jobs = []  # the data or a report: without them there is nothing to report
         for job, job_id in ids.items():
-            state = job_state(job_id)
+            state = ended.get(job_id) or job_state(job_id)
             console.log(f"job {job_id} {job.name}: {state}")
             if job.kind != "system" and not state.startswith("COMPLETED"):
                 unfinished_jobs.append(f"{job.name} ({state}; {self.log_dir}/{job.name}-{job_id}.out)")
@@ -288,6 +314,15 @@ class Submitter:
                     console.log(f"FAILED {job.name}: {why}")
         if unfinished_jobs:
             raise StepError(f"SLURM job(s) did not complete: {', '.join(unfinished_jobs)}")
+
+
+def left_running(job_ids: Sequence[str]) -> str:
+    """What an interrupted --wait leaves: the jobs go on in SLURM; how to follow or cancel them."""
+    if not job_ids:
+        return "stopped waiting; SLURM listed none of the jobs as queued or running any more"
+    return (f"stopped waiting, but the {len(job_ids)} SLURM job(s) go on ({', '.join(job_ids)}): follow them with "
+            f"squeue -j {','.join(job_ids)}; cancel them with scancel {' '.join(job_ids)}; a re-run with --wait "
+            "waits for them again")
 
 
 def dependencies(graph: Graph, planned: Plan) -> Dict[Job, List[Job]]:
@@ -335,10 +370,17 @@ def job_argv(argv: Sequence[str]) -> List[str]:
 
 
 def queue_state(job_id: str):
-    """(state, reason) of a queued job, or (None, None) once SLURM has forgotten it."""
-    proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T %r"], capture_output=True, text=True)
-    fields = proc.stdout.split()
-    return (fields[0], fields[-1]) if proc.returncode == 0 and fields else (None, None)
+    """(state, reason) of a queued job, or (None, None) once SLURM has forgotten it.  A job
+    COMPLETING is ending, or being requeued (scontrol requeue, preemption) and about to be
+    PENDING again: it is asked again, for at most SETTLE_SECONDS, until SLURM shows which."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T %r"], capture_output=True, text=True)
+        fields = proc.stdout.split()
+        state, reason = (fields[0], fields[-1]) if proc.returncode == 0 and fields else (None, None)
+        if state != "COMPLETING" or time.monotonic() > deadline:
+            return state, reason
+        time.sleep(0.5)
 
 
 def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
@@ -367,11 +409,68 @@ def _sinfo(fields: str, partition: Optional[str]) -> List[List[str]]:
 def job_state(job_id: str) -> str:
     """A finished job's state, from scontrol (sacct needs accounting, which a small
     cluster may not have)."""
-    proc = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True)
-    match = re.search(r"JobState=(\S+)", proc.stdout)
-    restarts = re.search(r"Restarts=(\d+)", proc.stdout)
-    state = match.group(1) if match else "(no longer known to slurmctld)"
-    return state + (f", restarted {restarts.group(1)}x" if restarts and restarts.group(1) != "0" else "")
+    fields = show_job(job_id)
+    state = fields.get("JobState", "(no longer known to slurmctld)")
+    restarts = fields.get("Restarts", "0")
+    return state + (f", restarted {restarts}x" if restarts != "0" else "")
+
+
+def show_job(job_id: str) -> Dict[str, str]:
+    """scontrol's fields of a job ({} once slurmctld has forgotten it, or where no SLURM answers)."""
+    try:
+        proc = subprocess.run(["scontrol", "--oneliner", "show", "job", job_id], capture_output=True, text=True)
+    except OSError:
+        return {}
+    return dict(re.findall(r"(\w+)=(\S*)", proc.stdout)) if proc.returncode == 0 else {}
+
+
+def ended_by_slurm(record: Optional[manifest.Record]) -> Optional[str]:
+    """Why a step's unfinished run ended where SLURM ended the job it ran in ("SLURM ended
+    its job 70: CANCELLED"): the step's own last words then are only where it was stopped.
+    None where SLURM did not, or no SLURM says."""
+    if record is None or record.status == "done" or not record.job_id:
+        return None
+    state = show_job(record.job_id).get("JobState")
+    return f"SLURM ended its job {record.job_id}: {state}" if state in ENDED_BY_SLURM else None
+
+
+def cancel(job_ids: Sequence[str]) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """scancel ``job_ids``, then wait (at most CANCEL_SECONDS) until the controller shows each
+    ended: the state of each, and scancel's reason for each it refused."""
+    proc = subprocess.run(["scancel", "--verbose", *job_ids], capture_output=True, text=True)
+    # scancel says why it could not cancel a job only when verbose, and exits 0 all the same
+    refused = dict(re.findall(r"error on job id (\S+): (.+)", proc.stderr))
+    deadline = time.monotonic() + CANCEL_SECONDS
+    unsettled = (*LIVE_STATES, "COMPLETING")  # scontrol shows a cancelled job COMPLETING until its processes end
+    states = {job_id: LIVE_STATES[0] for job_id in job_ids}
+    while True:
+        for job_id in [job_id for job_id, state in states.items() if state in unsettled]:
+            states[job_id] = show_job(job_id).get("JobState", "(no longer known to slurmctld)")
+        if not any(state in unsettled for state in states.values()) or time.monotonic() > deadline:
+            return states, refused
+        time.sleep(0.25)
+
+
+def cancellation(states: Dict[str, str], refused: Dict[str, str]) -> str:
+    """What became of the jobs scancel was asked to cancel (:func:`cancel`), by the state each
+    ended in or still had, with scancel's reason where it refused one."""
+    # a job still COMPLETING that scancel took was cancelled and is stopping; one it refused was ending by itself
+    stopping = [job_id for job_id, state in states.items() if state == "COMPLETING" and job_id not in refused]
+    cancelled = [job_id for job_id, state in states.items() if state == "CANCELLED"]
+    cancelled += [f"{job_id} (its processes still ending)" for job_id in stopping]
+    ended = [f"{job_id} {state}" for job_id, state in states.items()
+             if state != "CANCELLED" and state not in LIVE_STATES and job_id not in stopping]
+    live = [job_id for job_id, state in states.items() if state in LIVE_STATES]
+    said = []
+    if cancelled:
+        said.append(f"{len(cancelled)} {'was' if len(cancelled) == 1 else 'were'} cancelled ({', '.join(cancelled)})")
+    if ended:
+        said.append(f"{len(ended)} had already ended ({', '.join(ended)})")
+    if live:
+        why = [f"{job_id}: still {states[job_id]} {CANCEL_SECONDS} s after scancel"
+               + (f"; scancel: {refused[job_id]}" if job_id in refused else "") for job_id in live]
+        said.append(f"{len(live)} could not be cancelled ({'; '.join(why)}): cancel them with scancel {' '.join(live)}")
+    return ", ".join(said)
 
 
 def time_limit_seconds(text: str) -> int:

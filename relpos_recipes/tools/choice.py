@@ -8,6 +8,7 @@ from pathlib import Path
 from relpos_analysis import fairseq_log
 
 from ..engine import StepError, manifest
+from ..engine.slurm import ended_by_slurm
 
 
 def choose_lr(a) -> None:
@@ -28,13 +29,15 @@ def choose_lr(a) -> None:
 
 def _grid_point(folder: Path) -> dict:
     """A grid point's dev loss and updates (its train.log), or why it has none: its training
-    failed (the error its manifest records), did not finish, or never evaluated."""
+    failed (the error its manifest records; SLURM's state where SLURM ended its job), did not
+    finish, or never evaluated."""
     try:
         record = manifest.at(folder, "train")
     except StepError as damaged:
         return {"dev_loss": None, "updates": None, "failure": str(damaged)}
+    ended = ended_by_slurm(record)
     if record is not None and record.status == "failed":
-        return {"dev_loss": None, "updates": None, "failure": record.error or "failed"}
+        return {"dev_loss": None, "updates": None, "failure": ended or record.error or "failed"}
     try:
         text = (folder / "train.log").read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -44,7 +47,7 @@ def _grid_point(folder: Path) -> dict:
     losses = fairseq_log.dev_losses(text)
     failure = None
     if record is None or record.status != "done" or not (folder / "checkpoint_best.pt").exists():
-        failure = "did not finish"
+        failure = ended or "did not finish"
     elif not losses:
         failure = "no dev evaluation in its train.log"
     return {"dev_loss": min(losses) if losses else None, "updates": fairseq_log.last_updates(text),

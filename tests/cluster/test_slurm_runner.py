@@ -1,19 +1,24 @@
 """The one runner on a real SLURM cluster (scripts/local-slurm.sh, as in tests/cluster/test_slurm.py):
 the leaderboard's re-plan points as job boundaries, whole-graph planning at submission, and
 what SLURM does wrong or refuses: a job waiting on a failed one, a submission sbatch refuses
-half-way, GPUs the partition does not have, a training that keeps reaching its time limit.
+half-way, GPUs the partition does not have, a training that keeps reaching its time limit; and
+what the runner says of a job being requeued, Ctrl-C under --wait and a cancelled training.
 (That the cluster's board equals the one made here, the same rates, updates and translations,
 was checked by hand: docs/reproducing.md, "Running on a cluster".)"""
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, cluster_report, run_command as run
+from conftest import REPO_ROOT, cluster_report, poll_slurm, run_command as run
+from relpos_recipes.engine import Step, manifest, unfinished
+from relpos_recipes.engine.slurm import queue_state
+from relpos_recipes.tools.choice import _grid_point
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
@@ -100,8 +105,9 @@ def test_gpus_the_partition_does_not_have_are_refused_before_anything_is_submitt
 
 
 def test_a_submission_sbatch_refuses_half_way_cancels_what_it_submitted(slurm, tmp_path):
-    """sbatch refuses the third job (a cluster's submit limit, say): the two it queued are
-    cancelled, and nothing says they are queued."""
+    """sbatch refuses the third job (a cluster's submit limit, say): the two it queued (held,
+    so that neither can start before the refusal) are cancelled, the runner says so once the
+    controller shows it, and nothing says they are queued."""
     shim = tmp_path / "bin"
     shim.mkdir()
     real = subprocess.run(["which", "sbatch"], capture_output=True, text=True).stdout.strip()
@@ -109,20 +115,22 @@ def test_a_submission_sbatch_refuses_half_way_cancels_what_it_submitted(slurm, t
                                  f"echo $((count + 1)) > {tmp_path}/calls\n"
                                  "if [ \"$count\" -ge 2 ]; then echo 'sbatch: error: Batch job submission failed: "
                                  "Job violates accounting/QOS policy (job submit limit)' >&2; exit 1; fi\n"
-                                 f"exec {real} \"$@\"\n")
+                                 f"exec {real} --hold \"$@\"\n")
     (shim / "sbatch").chmod(0o755)
     env = {"SLURM_CONF": slurm, "PATH": f"{shim}:{os.environ['PATH']}"}
     proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--out-dir", tmp_path / "out", *ON_SLURM], env, check=False)
-    assert proc.returncode == 1
     ids = re.findall(r"\[submitted (\d+)\]", proc.stdout)
-    assert len(ids) == 2
-    assert re.search(r"sbatch refused .*job submit limit.*; the 2 job\(s\) this submission had queued were "
-                     rf"cancelled \({ids[0]}, {ids[1]}\)", proc.stderr)
-    assert not (tmp_path / "out" / "slurm" / "jobs.json").exists()
-    for job_id in ids:
-        state = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True,
-                               env={**os.environ, "SLURM_CONF": slurm}).stdout
-        assert "JobState=CANCELLED" in state
+    try:
+        assert proc.returncode == 1
+        assert len(ids) == 2
+        assert re.search(r"sbatch refused .*job submit limit.*; of the 2 job\(s\) this submission had queued, 2 were "
+                         rf"cancelled \({ids[0]}, {ids[1]}\)$", proc.stderr.strip()), proc.stderr
+        assert not (tmp_path / "out" / "slurm" / "jobs.json").exists()
+        for job_id in ids:
+            poll_slurm(["scontrol", "show", "job", job_id], slurm, lambda said: "JobState=CANCELLED" in said,
+                       seconds=10)
+    finally:  # held jobs a failed test left would stay queued for ever
+        subprocess.run(["scancel", *ids], capture_output=True, env={**os.environ, "SLURM_CONF": slurm})
 
 
 def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
@@ -131,20 +139,12 @@ def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
     env = {**os.environ, "SLURM_CONF": slurm}
     failed = subprocess.run(["sbatch", "--parsable", "--wrap", "exit 1", "-o", "/dev/null"], capture_output=True,
                             text=True, env=env, check=True).stdout.strip()
-    for _ in range(120):
-        state = subprocess.run(["squeue", "-h", "-j", failed, "-o", "%T"], capture_output=True, text=True, env=env).stdout
-        if not state.strip():
-            break
-        time.sleep(0.5)
+    poll_slurm(["squeue", "-h", "-j", failed, "-o", "%T"], slurm, lambda said: not said.strip(), seconds=60)
     stuck = subprocess.run(["sbatch", "--parsable", f"--dependency=afterok:{failed}", "--kill-on-invalid-dep=no",
                             "--wrap", "true", "-o", "/dev/null"], capture_output=True, text=True, env=env,
                            check=True).stdout.strip()
-    for _ in range(60):
-        reason = subprocess.run(["squeue", "-h", "-j", stuck, "-o", "%r"], capture_output=True, text=True,
-                                env=env).stdout.strip()
-        if reason == "DependencyNeverSatisfied":
-            break
-        time.sleep(0.5)
+    poll_slurm(["squeue", "-h", "-j", stuck, "-o", "%r"], slurm,
+               lambda said: said.strip() == "DependencyNeverSatisfied")
     out = tmp_path / "out"
     (out / "slurm").mkdir(parents=True)
     (out / "slurm" / "jobs.json").write_text(json.dumps({"prepare": stuck}))
@@ -159,6 +159,76 @@ def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
     assert "--kill-on-invalid-dep=yes" in (out / "slurm" / "transformer_abs.sbatch").read_text()
 
 
+def test_a_job_being_requeued_is_a_job_queued(slurm, tmp_path, monkeypatch):
+    """scontrol requeue (or a preemption) shows a running job COMPLETING while its processes
+    end, then PENDING: a submission asks until SLURM shows which, rather than taking the job
+    for ended and submitting its steps a second time beside it."""
+    monkeypatch.setenv("SLURM_CONF", slurm)
+    started = tmp_path / "started"
+    job = subprocess.run(["sbatch", "--parsable", "--requeue", "-o", "/dev/null", "--wrap",
+                          f"trap 'sleep 3; exit 1' TERM; touch {started}; sleep 300 & wait"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():  # running, its trap set
+            assert time.monotonic() < deadline, "the job never started"
+            time.sleep(0.2)
+        subprocess.run(["scontrol", "requeue", job], check=True)
+        assert queue_state(job)[0] == "PENDING"
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)
+
+
+def test_ctrl_c_under_wait_says_the_jobs_go_on_and_how_to_follow_or_cancel_them(slurm, tmp_path):
+    """Ctrl-C while --wait follows the jobs (held here: they stay queued) stops the waiting,
+    not the jobs: the message says so, with their ids, and they are still queued."""
+    out = tmp_path / "out"
+    stderr = tmp_path / "stderr"
+    command = ["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs", "--out-dir", out, *ON_SLURM,
+               "--slurm-args=--hold", "--wait"]
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
+                                env={**os.environ, "SLURM_CONF": slurm}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "waiting for" not in stderr.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, stderr.read_text()
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C reaches the terminal's foreground group
+        assert proc.wait(60) == 130
+        ids = submitted_ids(out)
+        said = stderr.read_text()
+        assert len(ids) == 3 and "the steps that were running were stopped" not in said  # data, system, report
+        assert (f"interrupted: stopped waiting, but the 3 SLURM job(s) go on ({', '.join(ids)}): follow them with "
+                f"squeue -j {','.join(ids)}; cancel them with scancel {' '.join(ids)}") in said, said
+        queued = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T"], capture_output=True, text=True,
+                                env={**os.environ, "SLURM_CONF": slurm}).stdout.splitlines()
+        assert sorted(queued) == sorted(f"{job} PENDING" for job in ids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cancel_all(out, slurm)
+
+
+@pytest.mark.parametrize("status", ["failed", "running"])
+def test_a_training_slurm_ended_gives_slurms_state_as_its_reason(slurm, tmp_path, monkeypatch, status):
+    """A training whose job was cancelled: the reason a board and the choice of a learning
+    rate give is SLURM's state, not the last line of its log (where it was stopped)."""
+    monkeypatch.setenv("SLURM_CONF", slurm)
+    job = subprocess.run(["sbatch", "--parsable", "--hold", "--wrap", "true", "-o", "/dev/null"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["scancel", job], check=True)
+    poll_slurm(["scontrol", "show", "job", job], slurm, lambda said: "JobState=CANCELLED" in said, seconds=10)
+    folder = tmp_path / "transformer_rel-lr1e-3"
+    step = Step("train", ["true"], home=folder)
+    error = "train transformer_rel failed (exit 143): Saved checkpoint checkpoint_last.pt (epoch 3 @ 60 updates)"
+    manifest.write(step.manifest_path, manifest.Record(step="train", status=status, command=["true"], identity=[],
+                                                       root=".", inputs={}, outputs={}, job_id=job,
+                                                       error=error if status == "failed" else None))
+    assert unfinished([step]) == f"train: SLURM ended its job {job}: CANCELLED (see {step.log_path})"
+    assert _grid_point(folder)["failure"] == f"SLURM ended its job {job}: CANCELLED"
+
+
 def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_often(slurm, tmp_path):
     """--slurm-time 1 (a minute) and a training far longer: the job requeues itself before its
     limit, once (--slurm-max-requeues 1); at the limit again it fails, saying why, its
@@ -170,6 +240,15 @@ def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_of
     refused = run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-time", "2:00"], env, check=False)
     assert refused.returncode == 1 and "--slurm-time 2:00 (120 s) is not longer than the 180 s" in refused.stderr
     try:
+        # the data first, without the one-minute limit, which under load would cut the data's job
+        # too: the jobs submitted held, the data's released, the others cancelled
+        run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-args=--hold"], env)
+        jobs = json.loads((out / "slurm" / "jobs.json").read_text())
+        subprocess.run(["scontrol", "release", jobs["prepare"]], check=True, env=env)
+        data = poll_slurm(["scontrol", "show", "job", jobs["prepare"]], slurm,
+                          lambda said: re.search(r"JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT)", said), seconds=600)
+        assert "JobState=COMPLETED" in data, cluster_report(jobs, out, slurm)
+        subprocess.run(["scancel", *(job for name, job in jobs.items() if name != "prepare")], check=True, env=env)
         run(["bash", SCRIPTS / "demo.sh", *demo, "--slurm-time", "1", "--slurm-requeue-margin", "50",
              "--slurm-max-requeues", "1"], env)
         manifest = out / "transformer_abs" / ".steps" / "train.json"
