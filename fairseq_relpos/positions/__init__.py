@@ -80,6 +80,9 @@ class SchemeChain(AttentionScheme):
         limits = [scheme.max_positions() for scheme in self.schemes.values()]
         return min((limit for limit in limits if limit is not None), default=None)
 
+    def length_edges(self) -> List[int]:
+        return sorted({edge for scheme in self.schemes.values() for edge in scheme.length_edges()})
+
     def rotate(self, x, span):
         for scheme in self.schemes.values():
             x = scheme.rotate(x, span)
