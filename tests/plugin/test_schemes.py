@@ -498,6 +498,16 @@ def test_settings_come_from_the_spec_and_print_back():
     assert str(PositionSpec.parse(str(spec))) == str(spec)
 
 
+def test_a_plus_that_signs_a_value_is_the_values():
+    """'+' joins schemes, except where it signs a value or an exponent: shaw:k=+5 is k=5, not
+    'shaw:k=' and a scheme '5'."""
+    spec = PositionSpec.parse("shaw:k=+5 + rope:base=1e+3,factor=+2.5E+0,scaling=pi+alibi:slope= +0.5")
+    settings = dict(spec.schemes)
+    assert (settings["shaw"].k, settings["rope"].base, settings["rope"].factor, settings["alibi"].slope) == \
+        (5, 1e3, 2.5, 0.5)
+    assert str(spec) == "shaw:k=5+rope:base=1000.0,scaling=pi,factor=2.5+alibi:slope=0.5"
+
+
 def test_legacy_max_relative_position_is_the_default_k():
     assert dict(PositionSpec.parse("abs+shaw", legacy_defaults={"k": 8}).schemes)["shaw"].k == 8
     assert dict(PositionSpec.parse("shaw:k=4", legacy_defaults={"k": 8}).schemes)["shaw"].k == 4
