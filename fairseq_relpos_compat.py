@@ -6,11 +6,14 @@ interpreter starts; that is what makes the stock ``fairseq-*`` console scripts w
 must stay cheap: it imports nothing heavy and patches each fairseq module only when that
 module is first imported (a post-import hook), never fairseq eagerly.
 
+Two more give fairseq's own failures their right message, where fairseq's is broken or
+bare: a model no loaded plugin registers, and --fp16 on the CPU.
+
 Every fix touches only fairseq's and hydra's config classes or names inside fairseq and
 hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13
 dropped (for antlr4 and hydra), and ``checkpoint_load``, which also tells torch's weights-only
-unpickler what fairseq checkpoints hold; each is a no-op on a stack that does not need it,
-and can be switched off:
+unpickler what fairseq checkpoints hold; each is a no-op on a stack that does not need it (or a
+command that does not fail), and can be switched off:
 
     FAIRSEQ_RELPOS_COMPAT=0              switch every fix off
     FAIRSEQ_RELPOS_COMPAT_<NAME>=0       switch one fix off (NAME as in FIXES, upper case)
@@ -392,6 +395,49 @@ def _fix_typing_io(typing):
     sys.modules["typing.io"] = typing_io
 
 
+# --- 12. unknown_model_message ----------------------------------------------------------
+# A checkpoint (or --arch) whose model no registered model is, such as a plugin's model
+# loaded without the plugin's --user-dir, fails in fairseq's own message: build_model passes
+# the text of the model's config, braces and all, through str.format, which raises
+# IndexError ("Replacement index 0 out of range") instead.  The model type is named here.
+def _fix_unknown_model_message(module):
+    build_model = module.build_model
+
+    @functools.wraps(build_model)
+    def build_model_naming_an_unknown_type(cfg, task, *args, **kwargs):
+        model_type = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+        if model_type and model_type not in module.ARCH_MODEL_REGISTRY and model_type not in module.MODEL_REGISTRY:
+            raise ValueError(
+                f"unknown model (architecture) {model_type!r}: no loaded model registers it. A plugin's model needs "
+                "the plugin loaded: --user-dir (fairseq-relpos's architectures: --user-dir fairseq_relpos; with "
+                "the hub, import fairseq_relpos first)")
+        return build_model(cfg, task, *args, **kwargs)
+
+    module.build_model = build_model_naming_an_unknown_type
+
+
+# --- 13. fp16_on_cpu --------------------------------------------------------------------
+# fairseq-train --fp16 on the CPU (--cpu, or no CUDA device) reads the data and builds the
+# model, then fails in its FP16 optimizer (torch.cuda.current_device()) with a bare
+# "AssertionError: Torch not compiled with CUDA enabled".  Refused, by name, before any work.
+def _fix_fp16_on_cpu(module):
+    main = module.main
+
+    @functools.wraps(main)
+    def main_refusing_fp16_on_cpu(cfg, *args, **kwargs):
+        import torch
+
+        common = cfg.common
+        if common.fp16 and (common.cpu or not torch.cuda.is_available()):  # --memory-efficient-fp16 sets it too
+            raise ValueError(
+                "--fp16 trains on CUDA devices only (fairseq's FP16 optimizer keeps its float32 copy of the "
+                "parameters there), and this training runs on the CPU "
+                f"({'--cpu' if common.cpu else 'no CUDA device'}): train without it (float32)")
+        return main(cfg, *args, **kwargs)
+
+    module.main = main_refusing_fp16_on_cpu
+
+
 # fix name -> (module it patches when imported, patch); dataclass_hash runs at start-up.
 FIXES = {
     "checkpoint_load": [
@@ -415,6 +461,8 @@ FIXES = {
     ],
     "bitarray_rindex": [("fairseq.data.huffman.huffman_coder", _fix_bitarray_rindex)],
     "typing_io": [("typing", _fix_typing_io)],
+    "unknown_model_message": [("fairseq.models", _fix_unknown_model_message)],
+    "fp16_on_cpu": [("fairseq_cli.train", _fix_fp16_on_cpu)],
 }
 
 

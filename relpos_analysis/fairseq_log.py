@@ -26,8 +26,15 @@ FAIRSEQ_TRAIN_LINE = re.compile(
 # where each fairseq-train run starts in a log it appends to (the configuration it logs)
 RUN_START = "| fairseq_cli.train | {'_name'"
 DONE_TRAINING = "| fairseq_cli.train | done training in"
-# fairseq-generate's refusal of a source longer than the model's positions
-TOO_LONG = re.compile(r"Size of sample #\d+ is invalid.*max_positions=\(\d+, \d+\)")
+# fairseq-generate's refusal of a test pair, source or reference, longer than the model's
+# positions: "... #3 is invalid (=(30, 4)) since max_positions=(20, 1024)", its sizes numpy's
+# (np.int64(30) under numpy 2)
+_SIZE = r"(?:np\.\w+\()?(\d+)\)?"
+TOO_LONG = re.compile(rf"Size of sample #(\d+) is invalid \(=\({_SIZE}, {_SIZE}\)\) since "
+                      rf"max_positions=\({_SIZE}, {_SIZE}\)")
+# the line a failed fairseq command says why in: a traceback's last (its exception, at the
+# start of a line, after the indented frames) or argparse's usage error
+ERROR_LINE = re.compile(r"^(?:[\w.]*(?:Error|Exception|Exit)\b.*|[\w.-]+: error: .*)$")
 
 
 def dev_losses(text: str) -> List[float]:
@@ -52,5 +59,20 @@ def stopped_early(text: str, patience: int) -> bool:
 
 
 def too_long(lines: Sequence[str]) -> Optional[str]:
-    """fairseq-generate's words for a source too long for the model, if it said them."""
-    return next((m.group(0) for m in map(TOO_LONG.search, lines) if m), None)
+    """Which side of which test pair fairseq-generate refused as too long for the model, if it
+    refused one: the source, or else the reference (fairseq checks both sides' lengths)."""
+    match = next((m for m in map(TOO_LONG.search, lines) if m), None)
+    if match is None:
+        return None
+    pair, source, target, source_bound, target_bound = (int(group) for group in match.groups())
+    if source > source_bound:
+        return (f"a source is longer than the model's positions: sentence {pair} has {source} source tokens, "
+                f"beyond its {source_bound}")
+    return (f"a reference is longer than the model's positions: sentence {pair}'s reference has {target} target "
+            f"tokens, beyond its {target_bound} (fairseq-generate checks the reference's length too, although it "
+            "translates without it)")
+
+
+def last_error(lines: Sequence[str]) -> Optional[str]:
+    """The line a failed fairseq command says why it failed in, if it said one."""
+    return next((line.strip() for line in reversed(lines) if ERROR_LINE.match(line.rstrip("\n"))), None)

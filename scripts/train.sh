@@ -40,8 +40,8 @@
 #   --batch-tokens N          tokens per update (default 4700)
 #   --update-freq N           accumulate N batches per update (default 1)
 #   --gpus N                  GPUs to use (default: all visible; 0 = CPU)
-#   --precision P             auto (fp16 on GPU, fp32 on CPU), fp16, amp (torch autocast)
-#                             or fp32
+#   --precision P             auto (fp16 on GPU, fp32 on CPU), fp16 (GPUs only), amp
+#                             (torch autocast) or fp32
 #   --lr X                    (default 3e-4)
 #   --lr-scheduler NAME       reduce_lr_on_plateau (the study's, default) or any fairseq
 #                             scheduler, e.g. inverse_sqrt (the plateau options then do not apply)

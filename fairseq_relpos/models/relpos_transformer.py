@@ -10,7 +10,7 @@ from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from ..modules.attention import ATTENTION_IMPLS
-from ..modules.flex import check_flex, covered_schemes, uncovered
+from ..modules.flex import check_flex, covered_schemes, refuse_training_on_cpu, uncovered
 from ..positions import SCHEMES, PositionSpec, settings_help
 from .encoder_decoder import UNBOUNDED_POSITIONS, RelPosDecoder, RelPosEncoder
 
@@ -307,6 +307,15 @@ def relpos_base_architecture(args):
     _default(args, "max_source_positions", 1024)
     _default(args, "max_target_positions", 1024)
     base_architecture(args)
+    if args.attention_impl == "flex" and _parsed_training_options(args):
+        refuse_training_on_cpu(args.cpu)
+
+
+def _parsed_training_options(args) -> bool:
+    """Whether ``args`` is fairseq-train's command line as it parses it: fairseq calls the
+    architecture's function then, before it reads any data (the model's config it builds from
+    later, and a checkpoint's, have a ``_name``; an architecture applied here has no ``cpu``)."""
+    return not hasattr(args, "_name") and getattr(args, "cpu", None) is not None and hasattr(args, "max_update")
 
 
 def _default(args, option, value):

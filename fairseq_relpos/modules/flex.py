@@ -103,9 +103,22 @@ def check_flex(specs: Dict[str, PositionSpec], attention_dropout: float) -> None
                          f"--attention-dropout 0, got {attention_dropout}, or --attention-impl reference")
 
 
+CPU_GRADIENTS = ("--attention-impl flex computes gradients on CUDA devices only (FlexAttention has no backward pass "
+                 "on the CPU in torch 2.13)")
+
+
 def refuse_gradients_on_cpu(device) -> None:
     """FlexAttention has no backward pass on the CPU: refused before a pass that would need it."""
     if device.type == "cpu" and torch.is_grad_enabled():
-        raise ValueError("--attention-impl flex computes gradients on CUDA devices only (FlexAttention has no "
-                         "backward pass on the CPU in torch 2.13): expected a CUDA device, torch.no_grad() "
-                         "(translation), or --attention-impl reference")
+        raise ValueError(f"{CPU_GRADIENTS}: expected a CUDA device, torch.no_grad() (translation), or "
+                         "--attention-impl reference")
+
+
+def refuse_training_on_cpu(cpu: bool) -> None:
+    """A training with flex on the CPU (``--cpu``, or no CUDA device), refused before it reads
+    any data."""
+    if cpu or not torch.cuda.is_available():
+        raise ValueError(f"{CPU_GRADIENTS}, and this training runs on the CPU "
+                         f"({'--cpu' if cpu else 'no CUDA device'}): train with --attention-impl reference (a model "
+                         "trained so translates with flex on the CPU: --model-overrides \"{'attention_impl': 'flex'}\"), "
+                         "or on a CUDA device")

@@ -20,6 +20,7 @@ import importlib
 import math
 import operator
 import pkgutil
+import re
 import typing
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -31,6 +32,8 @@ from .base import (AttentionScheme, AttentionSpan, InputScheme, PositionScheme, 
 SCHEMES: Dict[str, type] = {}
 NO_POSITIONS = "none"
 SCHEME_KINDS = (TrainingPositions, InputScheme, AttentionScheme)
+#: the '+' that joins schemes: not one that signs a value (shaw:k=+5) or an exponent (rope:base=1e+4)
+SCHEME_SEPARATOR = re.compile(r"(?<!=)(?<!=\s)(?<![0-9.][eE])\+")
 #: settings that moved to another scheme, still read where they were: SHAPE's shift, which
 #: the first releases spelt ``abs:shift=K``, is ``rand:shift=K``
 MOVED_SETTINGS = {("abs", "shift"): "rand"}
@@ -79,6 +82,9 @@ class SchemeChain(AttentionScheme):
     def max_positions(self) -> Optional[int]:
         limits = [scheme.max_positions() for scheme in self.schemes.values()]
         return min((limit for limit in limits if limit is not None), default=None)
+
+    def length_edges(self) -> List[int]:
+        return sorted({edge for scheme in self.schemes.values() for edge in scheme.length_edges()})
 
     def rotate(self, x, span):
         for scheme in self.schemes.values():
@@ -150,7 +156,7 @@ class PositionSpec:
                              f"{text!r} ({type(text).__name__})")
         if text is None or not text.strip():
             raise ValueError(f"{option}: empty position spec; expected 'none' or {_expected()}")
-        parts = _move_settings([part.strip() for part in text.split("+")], option, text)
+        parts = _move_settings([part.strip() for part in SCHEME_SEPARATOR.split(text)], option, text)
         if parts == [NO_POSITIONS]:
             return cls(())
         schemes, families = [], {}

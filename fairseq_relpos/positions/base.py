@@ -293,6 +293,15 @@ class PositionScheme(nn.Module):
         """Longest sequence this scheme can encode; ``None`` when unbounded."""
         return None
 
+    def length_edges(self) -> List[int]:
+        """The input lengths at which the scheme's computation changes: from each on, a
+        sequence takes a path that shorter ones do not (a new bucket, a clipped distance, one
+        more chunk, a refusal beyond a table).  Implementations break first there, so the
+        tests probe each from just below to just above; here, the first length beyond a
+        bounded scheme's table."""
+        bound = self.max_positions()
+        return [] if bound is None else [bound + 1]
+
     def extra_repr(self) -> str:
         return spec_text(self.name, self.settings)
 
@@ -516,6 +525,10 @@ class DistanceTableScheme(AttentionScheme):
 
     def max_positions(self) -> Optional[int]:
         return self.context.max_positions if self.settings.clip is None else None
+
+    def length_edges(self) -> List[int]:
+        # the first length with a distance beyond the table: clipped, or refused without clip
+        return [self.reach + 2]
 
     def window(self, span: AttentionSpan) -> Tuple[slice, Tensor]:
         """The table rows this call needs, and every (query, key) pair's row among them

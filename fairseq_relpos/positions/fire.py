@@ -9,7 +9,7 @@ from torch import nn
 
 from . import register_scheme, sharing
 from .base import AttentionScheme
-from .pairwise import in_query_chunks, signed_distances
+from .pairwise import first_chunked_length, in_query_chunks, signed_distances
 
 
 @register_scheme("fire")
@@ -51,6 +51,13 @@ class FIRE(AttentionScheme):
         self.mlp = nn.Sequential(nn.Linear(1, settings.width), nn.ReLU(), nn.Linear(settings.width, context.num_heads))
         self.c = nn.Parameter(torch.tensor(settings.c))
         self.threshold_scale = nn.Parameter(torch.tensor(1.0))  # L = |threshold_scale · threshold|
+
+    def length_edges(self):
+        # the first length with a query whose context exceeds the threshold L (normalised by
+        # log(c·i + 1), not by log(c·L + 1)), and the first computed in several chunks
+        threshold = abs(self.threshold_scale.item() * self.settings.threshold)
+        return sorted([math.floor(threshold) + 2, first_chunked_length(self.pairwise_chunk_elements,
+                                                                       self.settings.width)])
 
     def logit_bias(self, q, k, span):
         # layers that share the MLP share the bias too: it is built once per pass

@@ -14,7 +14,7 @@ from torch import nn
 
 from . import register_scheme, sharing
 from .base import DistanceTableScheme, check_clip, head_rows, xavier_per_head
-from .pairwise import in_query_chunks
+from .pairwise import first_chunked_length, in_query_chunks
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,10 @@ class HuangMethod3(DistanceTableScheme):
         super().__init__(settings, context)
         # ones: training starts from plain content attention, q·k = Σ_d q_d k_d
         self.table = nn.Parameter(torch.ones(self.num_tables, self.num_distances, context.head_dim))  # H|1 x R x dh
+
+    def length_edges(self):
+        per_query_and_key = self.context.num_heads * self.context.head_dim  # of one sentence
+        return sorted([*super().length_edges(), first_chunked_length(self.pairwise_chunk_elements, per_query_and_key)])
 
     def transform_logits(self, logits, q, k, span):
         needed, index = self.window(span)  # Tq x Tk rows of the needed part of the table

@@ -1,6 +1,7 @@
 """What schemes with a term per (query, key) pair share: the distances of a call, built once
 per pass, and evaluation in chunks of queries for a term that cannot avoid an intermediate
 wider than the logits (``huang3``'s gates, ``fire``'s MLP)."""
+import math
 from typing import Callable
 
 import torch
@@ -20,6 +21,16 @@ def signed_distances(span: AttentionSpan) -> Tensor:
 def absolute_distances(span: AttentionSpan) -> Tensor:
     """``|p_j - p_i|`` of every (query, key) of the call (``B|1 x Tq x Tk``, long)."""
     return span.once("absolute distances", lambda: signed_distances(span).abs())
+
+
+def first_chunked_length(budget: int, per_query_and_key: int) -> int:
+    """The length of the shortest sequence (its queries and keys alike) whose term
+    :func:`in_query_chunks` computes in more than one chunk, at ``per_query_and_key``
+    elements of intermediate per query and key."""
+    length = max(1, math.isqrt(budget // per_query_and_key))
+    while budget // (per_query_and_key * length) >= length:
+        length += 1
+    return length
 
 
 def in_query_chunks(piece: Callable[[int, int], Tensor], q_len: int, per_query: int, budget: int,

@@ -38,6 +38,10 @@ class RandomizedPositions(TrainingPositions):
                 raise ValueError("rand needs max=N (positions drawn from 0…N-1, Ruoss et al.) or shift=K "
                                  "(SHAPE's offsets 0…K), or both")
 
+    def length_edges(self):
+        # the first training sequence longer than the positions it draws from (refused)
+        return [] if self.settings.max is None else [self.settings.max + 1]
+
     def reach(self):
         return None if self.settings.shift else self.settings.max
 

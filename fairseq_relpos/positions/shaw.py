@@ -50,6 +50,9 @@ class ShawPositions(AttentionScheme):
         self.num_distances = self.highest + settings.k + 1
         self.add_tables()
 
+    def length_edges(self):
+        return [self.settings.k + 2]  # the first length with a distance beyond k, clipped
+
     def add_tables(self):
         self.key_table = self._trained_table() if self.use_keys else None  # [H x] R x dh
         self.value_table = self._trained_table() if self.use_values else None  # [H x] R x dh

@@ -54,6 +54,13 @@ class T5Bias(AttentionScheme):
 
     flex_covered = True
 
+    def length_edges(self):
+        # the first length of each bucket: a distance d first occurs in a sequence of d + 1 tokens
+        # (keys before the query: the side both stacks have, bucketed as the other side is)
+        distances = torch.arange(self.settings.max_distance + 2)
+        buckets = self.bucket(-distances)
+        return (torch.nonzero(buckets[1:] != buckets[:-1]).view(-1) + 2).tolist()
+
     def logit_bias(self, q, k, span):
         lowest, highest = span.distance_range()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, add_launcher_options, run
+from ..engine.local import Outcome
 from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import check_archs
@@ -283,17 +284,26 @@ def demo_main(argv: Sequence[str]) -> int:
             refuse_unless_ours(path)
     launch = Launch.from_args("demo", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole())
     began = time.monotonic()
-    run(demo_graph(run_), launch)
+    outcome = run(demo_graph(run_), launch)
     if launch.finishes_here:
         if launch.launcher == "local":
             launch.console.log(f"done in {time.monotonic() - began:.0f} s")
         print_outputs(run_.out / "report", run_.corpus.test_sets, "report.md",
-                      "report.md, report.json, buckets.png, lengths.png")
+                      "report.md, report.json, buckets.png, lengths.png", outcome)
     return 0
 
 
-def print_outputs(folder: Path, test_sets: Sequence[str], table: str, files: str) -> None:
-    """Each test set's table, then where its files are."""
+def print_outputs(folder: Path, test_sets: Sequence[str], table: str, files: str,
+                  outcome: Optional[Outcome] = None) -> None:
+    """Each test set's table, then where its files are; a table the run did not write is an
+    error naming it, with the failure that kept it from being written where ``outcome`` (a
+    local run's) says."""
+    missing = [folder / test_set / table for test_set in test_sets if not (folder / test_set / table).is_file()]
+    if missing:
+        failures = [error.splitlines()[0] for error in (outcome.failed.values() if outcome else [])]
+        why = failures[-1] if failures else "the steps that write it did not finish"
+        more = f" ({len(failures)} steps failed, each listed above)" if len(failures) > 1 else ""
+        raise StepError(f"{missing[0]} was not written: {why}{more}")
     for test_set in test_sets:
         print((folder / test_set / table).read_text(encoding="utf-8"))
     for test_set in test_sets:

@@ -367,10 +367,10 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     launch = Launch.from_args("leaderboard", argv, args, threads=run_.threads, gpus=run_.gpus,
                               console=ProgressConsole())
     began = time.monotonic()
-    run(board.graph(corpus.steps(run_)), launch)
+    outcome = run(board.graph(corpus.steps(run_)), launch)
     if launch.finishes_here:
         if launch.launcher == "local":
             launch.console.log(f"done in {time.monotonic() - began:.0f} s")
         print_outputs(run_.out / "leaderboard", corpus.test_sets, "board.md",
-                      "board.md, board.json, bleu.png, length_ratio.png")
+                      "board.md, board.json, bleu.png, length_ratio.png", outcome)
     return 0

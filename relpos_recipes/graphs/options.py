@@ -50,16 +50,30 @@ positive_int = _checked(_natural(1), "a positive integer")
 non_negative_int = _checked(_natural(0), "a non-negative integer")
 
 
+def fairseq_path(text: str, separators: str = ":") -> Path:
+    """A path fairseq reads: it splits data paths and checkpoint paths on ':' (shards, an
+    ensemble), so a path with one, given or in the working directory a relative path starts
+    from, would be read as several."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    for char in separators:
+        if char in text:
+            raise argparse.ArgumentTypeError(
+                f"'{text}' has a '{char}', which fairseq reads as a separator of paths; "
+                f"choose a path without {' or '.join(repr(c) for c in separators)}")
+        if char in os.path.abspath(text):
+            raise argparse.ArgumentTypeError(
+                f"'{text}' is relative to the working directory {os.getcwd()}, whose '{char}' fairseq reads as a "
+                "separator of paths; run from a directory without it, or give an absolute path")
+    return Path(text)
+
+
 def folder(text: str) -> Path:
     """A folder of the recipes: fairseq splits data paths on ':' (shards) and lists on ',',
     so a folder with either in its path would be read as several."""
     if not text:
         raise argparse.ArgumentTypeError("expected a folder, got ''")
-    for char in ",:":
-        if char in text:
-            raise argparse.ArgumentTypeError(
-                f"'{text}' has a '{char}', which fairseq reads as a separator of data paths; "
-                "choose a folder without ',' or ':'")
+    fairseq_path(text, ",:")
     if Path(text).exists() and not Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"expected a folder, but {text} is a file")
     return Path(text)

@@ -289,7 +289,7 @@ def tatoeba_preparation(args, export: Path, pairs_sha: str, on_change: str = "re
 
 def prepare_tatoeba(argv: Sequence[str]) -> int:
     args = tatoeba_parser().parse_args(argv)
-    refuse_foreign_work(args.work_dir)
+    refuse_foreign_work(args.work_dir, "--out-dir")
     export = tatoeba_export(args)
     p = tatoeba_preparation(args, export, tatoeba_pairs_sha(export, args.dry_run))
     run_preparation(p, "prepare-tatoeba", argv, args.dry_run, test_sets=p.default_test_sets)

@@ -20,7 +20,7 @@ from ..tools import option_value
 from ..tools.fairseq_train import FAIRSEQ_CHECKPOINTS, check_checkpoint, checkpoint_facts
 from . import PY, tool
 from .data import read_env
-from .options import Parser, absolute, folder, non_negative_int, positive_int
+from .options import Parser, absolute, fairseq_path, folder, non_negative_int, positive_int
 
 TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, "
                    "or delete {manifest} to train on with these (fairseq resumes from checkpoint_last.pt)")
@@ -138,6 +138,18 @@ class Training:
         if self.scheduler == "inverse_sqrt" and warmup is not None and warmup.strip() == "0":
             raise StepError("--lr-scheduler inverse_sqrt needs --warmup-updates of at least 1")
 
+    def check_device(self, gpus: int) -> None:
+        """What fairseq-train would refuse only after reading the data, on ``gpus`` GPUs (0: the CPU)."""
+        if gpus:
+            return
+        if self.precision == "fp16":
+            raise StepError("--precision fp16 trains on GPUs only (fairseq's --fp16 needs CUDA), and this training runs "
+                            "on the CPU: use --precision fp32 (or auto, which chooses it on the CPU)")
+        if option_value(self.extra, "--attention-impl") == "flex":
+            raise StepError("--attention-impl flex trains on GPUs only (FlexAttention has no backward pass on the "
+                            "CPU), and this training runs on the CPU: use --attention-impl reference (a model trained so "
+                            "translates with flex on the CPU too)")
+
 
 # a fairseq dictionary's entries before the words of its file: <s>, <pad>, </s>, <unk>
 FAIRSEQ_SPECIAL_SYMBOLS = 4
@@ -184,7 +196,7 @@ def check_data(data: Path) -> None:
 
 def train_parser() -> Parser:
     parser = Parser("train.sh")
-    parser.add_argument("--data", type=Path)
+    parser.add_argument("--data", type=folder)
     parser.add_argument("--arch")
     parser.add_argument("--save-dir", type=folder)
     parser.add_argument("--user-dir", default="fairseq_relpos")
@@ -234,6 +246,7 @@ def train_main(argv: Sequence[str]) -> int:
     if training.gpus is not None and training.gpus > visible:
         raise StepError(f"--gpus {training.gpus} but only {visible} GPU(s) visible")
     gpus = visible if training.gpus is None else training.gpus
+    training.check_device(gpus)
     tasks, rank = srun_tasks()
     if tasks > 1:  # one of srun's tasks: one GPU each (or the CPU), one model
         gpus = min(gpus, 1)
@@ -348,6 +361,12 @@ class Translation:
             raise StepError(f"no checkpoint {self.checkpoint} (train it with scripts/train.sh)")
         if not (self.testset / "meta.env").exists() or not (self.testset / "bin").is_dir():
             raise StepError(f"{self.testset} is not a complete test set (build it with scripts/build-test-sets.sh)")
+        segmentation = self.testset.parent.parent / "segmentation.env"
+        if not segmentation.is_file():
+            raise StepError(f"{self.testset} is not in a prepared folder: its hypotheses are de-segmented as its "
+                            f"preparation says, in {segmentation}, two folders up (a test set lives in "
+                            "PREPARED/testsets/NAME), which is missing; translate the test set where "
+                            "build-test-sets.sh made it")
         try:
             check_checkpoint(self.checkpoint)
         except SystemExit as refusal:
@@ -394,8 +413,8 @@ class Translation:
 
 def translate_main(argv: Sequence[str]) -> int:
     parser = Parser("translate.sh")
-    parser.add_argument("--checkpoint", type=Path)
-    parser.add_argument("--testset", type=Path)
+    parser.add_argument("--checkpoint", type=fairseq_path)
+    parser.add_argument("--testset", type=folder)
     parser.add_argument("--out-dir", type=folder)
     parser.add_argument("--beam", default="5")
     parser.add_argument("--lenpen", default="1.0")

@@ -76,10 +76,10 @@ def translate(a) -> None:
     if code != 0:
         too_long = fairseq_log.too_long(tail)
         if too_long:
-            fail(f"{checkpoint} cannot translate {testset}: a source is longer than the model's positions "
-                 f"({too_long}). Translate a test set of shorter sentences, or use a model with more "
-                 "positions (the hypothesis of a sentence that was not translated is never left empty)")
-        fail("fairseq-generate failed (see the lines above)")
+            fail(f"{checkpoint} cannot translate {testset}: {too_long}. Translate a test set of shorter sentences, "
+                 "or use a model with more positions (the hypothesis of a sentence that was not translated is "
+                 "never left empty)")
+        fail(f"fairseq-generate failed (exit {code}): {fairseq_log.last_error(tail) or 'see the lines above'}")
     write_hypotheses(Path(a.log), int(meta["LINES"]), Path(a.hyp_seg))
     tgt = prep["TGT"]
     deseg_file(prep["SEG"], str(work / "seg" / f"spm.{tgt}.model"), a.hyp_seg, a.hyp_tok)

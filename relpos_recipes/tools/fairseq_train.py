@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from relpos_analysis import fairseq_log
 
@@ -172,14 +172,29 @@ def train(save: Path, command) -> None:
             return
     # under srun only rank 0 speaks (fairseq's other ranks print their warnings and errors)
     quiet = os.environ.get("SLURM_PROCID", "0") != "0" and os.environ.get("SLURM_STEP_ID") is not None
-    code = subprocess.run(command, stdout=subprocess.DEVNULL if quiet else None).returncode
+    code, said = _run_passing_on(command, quiet)
     if code != 0:
-        fail(f"fairseq-train failed (exit {code}; see {save / 'train.log'})")
+        fail(f"fairseq-train failed (exit {code}): {fairseq_log.last_error(said) or 'see ' + str(save / 'train.log')}")
     if not (save / "checkpoint_best.pt").exists():
         if resumed:  # fairseq found nothing left to train: the best checkpoint of that training is gone
             fail(lost_best(save, "fairseq-train, resuming from checkpoint_last.pt, had nothing left to train (its "
                                  "--max-epoch or --max-update was reached)"))
         fail(f"training ended without {save / 'checkpoint_best.pt'} (see {save / 'train.log'})")
+
+
+def _run_passing_on(command, quiet: bool) -> Tuple[int, List[str]]:
+    """Runs ``command``, its output passed on (where ``quiet``, its errors only); its exit code
+    and the last lines it passed on."""
+    tail: List[str] = []
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL if quiet else subprocess.PIPE,
+                          stderr=subprocess.PIPE if quiet else subprocess.STDOUT, text=True, errors="replace") as process:
+        stream, passed_to = (process.stderr, sys.stderr) if quiet else (process.stdout, sys.stdout)
+        for line in stream:
+            passed_to.write(line)
+            passed_to.flush()
+            tail.append(line)
+            del tail[:-200]
+    return process.returncode, tail
 
 
 def main(argv=None) -> int:

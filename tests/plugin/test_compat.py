@@ -129,3 +129,47 @@ def test_fairseq_imports_without_typing_io():
     assert result.returncode == 0 and result.stdout.split() == ["True"], result.stderr[-2000:]
     result = python(code, flags=["-S"], FAIRSEQ_RELPOS_COMPAT_TYPING_IO="0")
     assert result.returncode != 0 and "No module named 'typing.io'" in result.stderr
+
+
+def test_a_model_no_plugin_registers_is_named():
+    """A checkpoint of a plugin's model loaded without the plugin's --user-dir: fairseq's own
+    message passes the model's config, braces and all, through str.format and fails with
+    KeyError or IndexError instead; the fix names the model and the option."""
+    code = (
+        "from omegaconf import OmegaConf\n"
+        "from fairseq import models\n"
+        "cfg = OmegaConf.create({'_name': 'transformer_rel', 'arch': 'transformer_rel', 'encoder_pos': 'shaw'})\n"
+        "models.build_model(cfg, None)\n"
+    )
+    result = python(code)
+    assert result.returncode != 0
+    assert ("ValueError: unknown model (architecture) 'transformer_rel': no loaded model registers it. A plugin's "
+            "model needs the plugin loaded: --user-dir (fairseq-relpos's architectures: --user-dir fairseq_relpos"
+            in result.stderr), result.stderr[-2000:]
+    result = python(code, FAIRSEQ_RELPOS_COMPAT_UNKNOWN_MODEL_MESSAGE="0")
+    assert result.returncode != 0 and result.stderr.splitlines()[-1].startswith(("KeyError", "IndexError"))
+
+
+FP16_TRAINING = """
+import sys
+from fairseq import options
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq_cli import train
+
+args = options.parse_args_and_arch(options.get_training_parser(), [sys.argv[1], "--arch", "transformer", "--cpu",
+                                                                  "--max-tokens", "100", *sys.argv[2:]])
+train.main(convert_namespace_to_omegaconf(args))
+"""
+
+
+def test_fp16_on_the_cpu_is_refused_by_name_before_any_work(tmp_path):
+    """fairseq-train --fp16 --cpu read the data, built the model, then failed with a bare
+    "AssertionError: Torch not compiled with CUDA enabled" (or on another device's line);
+    now refused before it reads anything (the data folder here does not even exist)."""
+    result = python(FP16_TRAINING, tmp_path / "no data", "--fp16")
+    assert result.returncode != 0
+    assert ("ValueError: --fp16 trains on CUDA devices only (fairseq's FP16 optimizer keeps its float32 copy of the "
+            "parameters there), and this training runs on the CPU (--cpu): train without it (float32)"
+            in result.stderr.splitlines()[-1]), result.stderr[-2000:]
+    result = python(FP16_TRAINING, tmp_path / "no data", "--fp16", FAIRSEQ_RELPOS_COMPAT_FP16_ON_CPU="0")
+    assert result.returncode != 0 and "trains on CUDA devices only" not in result.stderr

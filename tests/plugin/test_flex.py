@@ -4,18 +4,19 @@ combination, with padding, drawn positions, cached decoding and beam search; bad
 refused by name before any work.  The CPU has no FlexAttention backward, and the fused
 kernel is CUDA's: tests/plugin/test_gpu_flex.py checks gradients and fp16 there."""
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from fairseq_relpos import ARCHITECTURES
+from fairseq_relpos import ARCHITECTURES, RelPosTransformerModel
 from fairseq_relpos.models.relpos_transformer import flex_covers
 from fairseq_relpos.modules.attention import RelPosSelfAttention, recorded_kernels
 from fairseq_relpos.modules.flex import covered_schemes
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, PositionSpec
 from fairseq_relpos.positions.base import Positions, StackContext
 
-from conftest import build_tiny_model, tiny_dictionary
+from conftest import TINY_DIMS, build_tiny_model, tiny_dictionary
 from test_model_invariants import decoder_input, encode, random_tokens
 from test_schemes import DRAWN_COLUMNS, left_padding_mask, right_padding_mask
 
@@ -165,6 +166,28 @@ def test_flex_refuses_gradients_on_the_cpu_before_any_work(dictionary):
     assert not kernels  # refused before the first layer
     with pytest.raises(ValueError, match="--attention-impl flex"):
         flex.decoder(prev, None)
+
+
+@pytest.mark.parametrize("device", [["--cpu"], []])
+def test_flex_training_on_the_cpu_is_refused_as_fairseq_train_parses_its_options(device, dictionary, tmp_path,
+                                                                                  monkeypatch):
+    """fairseq-train --attention-impl flex on the CPU (--cpu, or no CUDA device) is refused
+    as fairseq parses the command line, before it reads any data; a model built from a
+    checkpoint's options (translation) is not."""
+    from fairseq import options
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    command = [str(tmp_path / "no data yet"), "--user-dir", "fairseq_relpos", "--arch", "transformer_t5", *device]
+    flex = ["--attention-impl", "flex", "--attention-dropout", "0"]
+    with pytest.raises(ValueError, match=r"--attention-impl flex computes gradients on CUDA devices only .*, and this "
+                                         rf"training runs on the CPU \({'--cpu' if device else 'no CUDA device'}\): "
+                                         "train with --attention-impl reference"):
+        options.parse_args_and_arch(options.get_training_parser(), command + flex)
+    trained = options.parse_args_and_arch(options.get_training_parser(), command)
+    vars(trained).update(TINY_DIMS, decoder_input_dim=32, decoder_output_dim=32, _name=trained.arch,
+                         attention_impl="flex")  # a checkpoint's, overridden
+    task = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary)
+    assert RelPosTransformerModel.build_model(trained, task).encoder.layers[0].self_attn.impl == "flex"
 
 
 def test_every_attention_scheme_says_whether_flex_covers_it():

@@ -8,7 +8,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from fairseq_relpos import ARCHITECTURES, RelPosTransformerModel, count_parameters
-from fairseq_relpos.positions.base import TableTooShort
+from fairseq_relpos.positions.base import PositionScheme, TableTooShort
 
 from fairseq_relpos import STUDY_ARCHITECTURES as STUDY_ARCHS
 
@@ -123,6 +123,59 @@ def test_outputs_do_not_depend_on_the_rest_of_the_batch(arch, dictionary):
             length = alone_src.size(1)
             torch.testing.assert_close(batch_encoder[-length:, row], alone_encoder[:, 0], atol=ATOL, rtol=1e-4)
             torch.testing.assert_close(batch_logits[row, :alone_prev.size(1)], alone_logits[0], atol=ATOL, rtol=1e-4)
+
+
+#: where implementations break whatever the scheme: the powers of two up to 1,024 (kernel
+#: tiles and blocks; 1,024 is fairseq's default bound of positions)
+GENERIC_EDGES = [2 ** power for power in range(4, 11)]
+#: d = 16, one layer, two heads: every edge up to 1,024 of every architecture in seconds
+EDGE_DIMS = dict(encoder_layers=1, decoder_layers=1, encoder_embed_dim=16, decoder_embed_dim=16,
+                 encoder_ffn_embed_dim=32, decoder_ffn_embed_dim=32, encoder_attention_heads=2,
+                 decoder_attention_heads=2, max_relative_position=None)
+
+
+def length_edges(model):
+    """The generic edges and every scheme's own (PositionScheme.length_edges)."""
+    schemes = [module for module in model.modules() if isinstance(module, PositionScheme)]
+    return sorted(set(GENERIC_EDGES).union(*(scheme.length_edges() for scheme in schemes)))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_scheme_just_below_and_at_the_lengths_where_its_computation_changes(arch, dictionary):
+    """At each length where a scheme's computation changes (a bucket, the clipping distance, a
+    chunk of queries, a table's bound: its length_edges()) and at each power of two up to
+    1,024, and one token below: in a batch of the two, the shorter (padded) sentence gets
+    what it gets alone, and the longer, decoded step by step across the edge, what the
+    batch's full pass gives it."""
+    model = build_tiny_model(arch, dictionary, **EDGE_DIMS)
+    for module in model.modules():
+        if hasattr(module, "pairwise_chunk_elements"):
+            module.pairwise_chunk_elements = 2 ** 20  # chunk edges of a few hundred tokens
+    bound = min(model.max_positions())
+    for edge in length_edges(model):
+        if edge > bound:  # the first length beyond a table: refused, not computed
+            with pytest.raises(TableTooShort):
+                encode(model, random_tokens(dictionary, [edge], left_pad=True))
+            edge -= 1
+        lengths = [edge, edge - 1]
+        where = f"{arch}, lengths {lengths}"
+        src = random_tokens(dictionary, lengths, left_pad=True, seed=edge)  # fairseq left-pads sources
+        tgt = random_tokens(dictionary, lengths, left_pad=False, seed=edge + 1)
+        prev = decoder_input(dictionary, tgt).masked_fill(tgt.eq(dictionary.pad()), dictionary.pad())
+        with torch.no_grad():
+            batch_encoder_out = encode(model, src)
+            batch_logits, _ = model.decoder(prev, batch_encoder_out)
+            alone_encoder_out = encode(model, src[1:, 1:])
+            alone_logits, _ = model.decoder(prev[1:, :-1], alone_encoder_out)
+            torch.testing.assert_close(batch_encoder_out["encoder_out"][0][1:, 1], alone_encoder_out["encoder_out"][0][:, 0],
+                                       atol=ATOL, rtol=1e-4, msg=lambda m: f"{where}: encoder, batched and alone: {m}")
+            torch.testing.assert_close(batch_logits[1, :-1], alone_logits[0], atol=ATOL, rtol=1e-4,
+                                       msg=lambda m: f"{where}: decoder, batched and alone: {m}")
+            encoder_out, state = model.encoder.reorder_encoder_out(batch_encoder_out, torch.tensor([0])), {}
+            steps = [model.decoder(prev[:1, :end], encoder_out, incremental_state=state)[0]
+                     for end in range(max(1, edge - 2), edge + 1)]  # its prefix at once, then step by step
+            torch.testing.assert_close(torch.cat(steps, dim=1)[0], batch_logits[0], atol=ATOL, rtol=1e-4,
+                                       msg=lambda m: f"{where}: decoder, step by step and full: {m}")
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -14,6 +14,8 @@ import torch
 from fairseq_relpos.modules.attention import RelPosSelfAttention
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, InputScheme, PositionSpec, scheme_names
 from fairseq_relpos.positions.base import AttentionSpan, PassMemo, Positions, StackContext
+from fairseq_relpos.positions.fire import FIRE
+from fairseq_relpos.positions.huang import HuangMethod3
 
 EMBED_DIM, HEADS, MAX_POSITIONS = 16, 2, 20  # 20 positions: room for Shaw's default k = 16
 HEAD_DIM = EMBED_DIM // HEADS
@@ -496,6 +498,16 @@ def test_settings_come_from_the_spec_and_print_back():
     assert str(PositionSpec.parse(str(spec))) == str(spec)
 
 
+def test_a_plus_that_signs_a_value_is_the_values():
+    """'+' joins schemes, except where it signs a value or an exponent: shaw:k=+5 is k=5, not
+    'shaw:k=' and a scheme '5'."""
+    spec = PositionSpec.parse("shaw:k=+5 + rope:base=1e+3,factor=+2.5E+0,scaling=pi+alibi:slope= +0.5")
+    settings = dict(spec.schemes)
+    assert (settings["shaw"].k, settings["rope"].base, settings["rope"].factor, settings["alibi"].slope) == \
+        (5, 1e3, 2.5, 0.5)
+    assert str(spec) == "shaw:k=5+rope:base=1000.0,scaling=pi,factor=2.5+alibi:slope=0.5"
+
+
 def test_legacy_max_relative_position_is_the_default_k():
     assert dict(PositionSpec.parse("abs+shaw", legacy_defaults={"k": 8}).schemes)["shaw"].k == 8
     assert dict(PositionSpec.parse("shaw:k=4", legacy_defaults={"k": 8}).schemes)["shaw"].k == 4
@@ -762,3 +774,25 @@ def test_ssmax_equals_scalable_softmax_with_the_keys_a_query_attends_to():
                     s = positions.s[h, 0, 0].detach()
                     theirs = torch.softmax(logits[b, h, i, keys] * (s * math.log(keys.numel())), dim=-1)
                     torch.testing.assert_close(weights[b, h, i, keys], theirs, atol=1e-6, rtol=1e-5)
+
+
+# --- issue 38.6: where each scheme's computation changes ----------------------------------
+@pytest.mark.parametrize("spec, causal, edges", [
+    # T5's bucket of distance d (exact below 4, then 4 + floor(log(d/4)/log(20/4)·4), at most 7)
+    # changes at d = 1, 2, 3, 4, 6, 9, 14; a distance d first occurs in d + 1 tokens
+    ("t5:buckets=8,max_distance=20", True, [2, 3, 4, 5, 7, 10, 15]),
+    ("shaw:k=5", False, [7]),  # 7 tokens: the first distance beyond k, clipped
+    ("shaw_k:k=5+huang2:clip=3", True, [5, 7]),  # a chain has its schemes' edges
+    ("rel_scalar", False, [MAX_POSITIONS + 1]),  # the first length beyond the table: refused
+    ("huang3:clip=3", False, [5, 1 + math.isqrt(HuangMethod3.pairwise_chunk_elements // EMBED_DIM)]),
+    ("fire:threshold=40,width=4", True, [42, 1 + math.isqrt(FIRE.pairwise_chunk_elements // 4)]),
+    ("alibi", False, []), ("rope", True, []),
+])
+def test_each_scheme_says_at_which_lengths_its_computation_changes(spec, causal, edges):
+    assert build(spec, causal).length_edges() == edges
+
+
+def test_input_and_training_positions_say_at_which_lengths_theirs_changes():
+    assert PositionSpec.parse("abs_learned").build_input(context(False)).length_edges() == [MAX_POSITIONS + 1]
+    assert PositionSpec.parse("abs").build_input(context(False)).length_edges() == []
+    assert PositionSpec.parse("abs+rand:max=9").build_training_positions(context(False)).length_edges() == [10]

@@ -22,6 +22,7 @@ import pytest
 
 from conftest import REPO_ROOT, SHARED, local_slurm, run_command as run
 from relpos_recipes.engine import StepError
+from relpos_analysis import fairseq_log
 from relpos_recipes.tools.fairseq_generate import write_hypotheses
 
 REPO = REPO_ROOT
@@ -75,21 +76,21 @@ def test_demo_and_leaderboard_refuse_gpus_they_do_not_have(script, gpus, message
     assert not out.exists()
 
 
-@pytest.mark.parametrize("script, extra", [
-    ("prepare-toy.sh", []),
-    ("prepare-wmt19-de-en.sh", ["--offline"]),
-    ("prepare-tatoeba.sh", ["--download"]),
+@pytest.mark.parametrize("script, option, extra", [
+    ("prepare-toy.sh", "--work-dir", []),
+    ("prepare-wmt19-de-en.sh", "--work-dir", ["--offline"]),
+    ("prepare-tatoeba.sh", "--out-dir", ["--download"]),  # the message names the script's own option
 ])
-def test_prepare_refuses_a_folder_it_did_not_make(script, extra, tmp_path):
+def test_prepare_refuses_a_folder_it_did_not_make(script, option, extra, tmp_path):
     """Preparing clears temporary files and rewrites its outputs: never in someone else's
     folder.  Corpora placed in raw/ beforehand are welcome."""
     work = tmp_path / "work"
     (work / "raw").mkdir(parents=True)
     (work / "notes.txt").write_text("mine\n")
     (work / "draft.tmp.123").write_text("mine too\n")
-    proc = run(["bash", SCRIPTS / script, "--work-dir", work, *extra], check=False)
+    proc = run(["bash", SCRIPTS / script, option, work, *extra], check=False)
     assert proc.returncode != 0
-    assert f"--work-dir {work} holds files that no preparation made, such as draft.tmp.123,notes.txt" in proc.stderr
+    assert f"{option} {work} holds files that no preparation made, such as draft.tmp.123,notes.txt" in proc.stderr
     assert sorted(p.name for p in work.iterdir()) == ["draft.tmp.123", "notes.txt", "raw"]
 
 
@@ -683,10 +684,51 @@ def test_translate_never_leaves_an_untranslated_sentence_empty(toy):
     no hypotheses and no temporary files left behind."""
     out = toy["root"] / "too long"
     proc = translate(toy, out, "--max-source-positions", "20", check=False)
-    assert proc.returncode != 0 and "a source is longer than the model's" in proc.stderr
+    assert proc.returncode != 0 and "a source is longer than the model's positions: sentence" in proc.stderr
     assert not (out / "hyp.txt").exists()
     assert json.loads((out / ".steps" / "translate.json").read_text())["status"] == "failed"
     assert not [p for p in out.iterdir() if ".tmp." in p.name]
+    # any other failure of fairseq-generate: its error, on the last line
+    proc = translate(toy, out, "--no-such-option", check=False)
+    assert proc.returncode != 0 and proc.stderr.splitlines()[-1].endswith(
+        "error: fairseq-generate failed (exit 2): fairseq-generate: error: unrecognized arguments: --no-such-option")
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
+def test_a_test_set_out_of_its_preparation_is_refused_saying_why(toy, tmp_path):
+    copied = tmp_path / "copied" / "test"
+    shutil.copytree(toy["test"], copied)
+    proc = translate(toy, tmp_path / "out", testset=copied, check=False)
+    assert proc.returncode != 0 and (
+        f"error: {copied} is not in a prepared folder: its hypotheses are de-segmented as its preparation says, in "
+        f"{tmp_path / 'segmentation.env'}, two folders up (a test set lives in PREPARED/testsets/NAME), which is "
+        "missing; translate the test set where build-test-sets.sh made it") in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_pair_too_long_for_the_model_is_refused_naming_its_side():
+    """fairseq-generate checks a test pair's source and reference against the model's positions."""
+    said = "Exception: Size of sample #3 is invalid (=({}, {})) since max_positions=(20, 16), skip this example with " \
+           "--skip-invalid-size-inputs-valid-test"
+    assert fairseq_log.too_long(["| INFO | loaded", said.format(30, 4)]) == \
+        "a source is longer than the model's positions: sentence 3 has 30 source tokens, beyond its 20"
+    assert fairseq_log.too_long([said.format("np.int64(12)", "np.int64(30)")]) == (
+        "a reference is longer than the model's positions: sentence 3's reference has 30 target tokens, beyond its "
+        "16 (fairseq-generate checks the reference's length too, although it translates without it)")
+    assert fairseq_log.too_long(["Size of sample #3"]) is None
+
+
+def test_the_line_a_failed_fairseq_command_says_why_in():
+    traceback = ["2026-11-27 | INFO | fairseq_cli.train | {'_name': None, 'error': 1}\n",
+                 "Traceback (most recent call last):\n", '  File "train.py", line 1, in <module>\n',
+                 "    raise ValueError('in a frame')\n", "ValueError: --attention-impl flex computes gradients\n"]
+    assert fairseq_log.last_error(traceback) == "ValueError: --attention-impl flex computes gradients"
+    assert fairseq_log.last_error([*traceback[:4], "AssertionError\n"]) == "AssertionError"
+    assert fairseq_log.last_error([*traceback[:4], "Exception: Size of sample #3\n"]) == "Exception: Size of sample #3"
+    assert fairseq_log.last_error(["usage: fairseq-train", "fairseq-train: error: unrecognized arguments: --x"]) == \
+        "fairseq-train: error: unrecognized arguments: --x"
+    assert fairseq_log.last_error(["| INFO | an error rate of 3"]) is None
 
 
 @pytest.mark.slow

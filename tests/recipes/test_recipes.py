@@ -7,7 +7,9 @@ import subprocess
 
 import pytest
 
-from relpos_recipes.engine import FolderLock
+from relpos_recipes.engine import FolderLock, StepError
+from relpos_recipes.engine.local import Outcome
+from relpos_recipes.graphs.demo import print_outputs
 from conftest import REPO_ROOT, run_command
 
 REPO = REPO_ROOT
@@ -76,9 +78,72 @@ def test_the_quick_leaderboard_trains_at_most_200_updates():
 def test_a_folder_fairseq_would_split_is_refused(tmp_path, char):
     out = tmp_path / f"a{char}b"
     proc = script("demo.sh", "--out-dir", out)
-    assert proc.returncode != 0 and "fairseq reads as a separator of data paths" in proc.stderr
+    assert proc.returncode != 0 and "fairseq reads as a separator of paths" in proc.stderr
     assert f"--out-dir: '{out}' has a '{char}'" in proc.stderr
     assert not out.exists()
+
+
+def fairseq_data(folder):
+    """What train.sh takes for a fairseq data folder (a dictionary), ahead of any data work."""
+    folder.mkdir(parents=True)
+    (folder / "dict.src.txt").write_text("w1 1\n")
+    return folder
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--precision", "fp16"], "--precision fp16 trains on GPUs only (fairseq's --fp16 needs CUDA), and this training "
+                              "runs on the CPU: use --precision fp32"),
+    (["--attention-impl", "flex"], "--attention-impl flex trains on GPUs only (FlexAttention has no backward pass on "
+                                   "the CPU), and this training runs on the CPU: use --attention-impl reference"),
+])
+def test_train_refuses_on_the_cpu_what_fairseq_would_refuse_after_the_data_work(tmp_path, args, message):
+    proc = script("train.sh", "--data", fairseq_data(tmp_path / "data"), "--arch", "transformer_t5", "--save-dir",
+                  tmp_path / "model", "--gpus", "0", *args)
+    assert proc.returncode != 0 and f"error: {message}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "model").exists()
+
+
+def test_paths_fairseq_would_split_are_refused_by_name_with_the_working_directory(tmp_path):
+    """fairseq splits data and checkpoint paths at ':': a ':' in --data, --testset, --checkpoint,
+    or in the working directory a relative one starts from, is refused before any work."""
+    data = fairseq_data(tmp_path / "a:b" / "data")
+    proc = script("train.sh", "--data", data, "--arch", "transformer_t5", "--save-dir", tmp_path / "model")
+    assert proc.returncode != 0 and f"--data: '{data}' has a ':', which fairseq reads as a separator of paths" in \
+        proc.stderr, proc.stderr
+    proc = run_command(["bash", SCRIPTS / "train.sh", "--data", "data", "--arch", "transformer_t5", "--save-dir",
+                        tmp_path / "model"], check=False, cwd=tmp_path / "a:b")
+    assert proc.returncode != 0 and (f"--data: 'data' is relative to the working directory {tmp_path / 'a:b'}, whose "
+                                     "':' fairseq reads as a separator of paths") in proc.stderr, proc.stderr
+    proc = run_command(["bash", SCRIPTS / "translate.sh", "--checkpoint", "checkpoint_best.pt", "--testset",
+                        tmp_path / "test", "--out-dir", tmp_path / "out"], check=False, cwd=tmp_path / "a:b")
+    assert proc.returncode != 0 and "--checkpoint: 'checkpoint_best.pt' is relative to the working directory" in \
+        proc.stderr, proc.stderr
+    assert not [path for path in tmp_path.rglob("*") if path.name in ("model", "out", ".steps")]
+
+
+@pytest.mark.slow
+def test_a_failed_fairseq_train_says_its_error_on_the_last_line(tmp_path):
+    proc = script("train.sh", "--data", fairseq_data(tmp_path / "data"), "--arch", "transformer_t5", "--save-dir",
+                  tmp_path / "model", "--gpus", "0", "--no-such-option")
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines()[-1].endswith("error: fairseq-train failed (exit 2): fairseq-train: error: "
+                                                 "unrecognized arguments: --no-such-option"), proc.stderr[-3000:]
+
+
+def test_a_board_that_was_not_written_ends_the_run_with_why(tmp_path):
+    """A local leaderboard (or demo) whose board steps failed (a read-only folder) ended in a
+    FileNotFoundError traceback, reading the board it had not written."""
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "board.md").write_text("| the test board |\n")
+    outcome = Outcome()
+    outcome.failed = {"a grid training": "train failed (exit 1): ...",
+                      "the board": "board concat_seq failed (exit 1): PermissionError: [Errno 13] Permission denied"}
+    with pytest.raises(StepError, match=re.escape(f"{tmp_path / 'concat_seq' / 'board.md'} was not written: board "
+                                                  "concat_seq failed (exit 1): PermissionError: [Errno 13] Permission "
+                                                  "denied (2 steps failed, each listed above)")):
+        print_outputs(tmp_path, ["test", "concat_seq"], "board.md", "board.md, board.json", outcome)
+    with pytest.raises(StepError, match="board.md was not written: the steps that write it did not finish$"):
+        print_outputs(tmp_path, ["concat_seq"], "board.md", "board.md, board.json")  # on SLURM, no outcome here
 
 
 def test_a_folder_in_use_by_another_run_is_refused_by_name(tmp_path):
