@@ -28,7 +28,8 @@ from .failures import FAILURES, LOG_PROB
 from .failures import signature as failure_signature
 from .fairseq_log import FAIRSEQ_TRAIN_LINE, LEARNING_RATE, PARAMETERS, UPDATES, UPDATES_PER_SECOND
 from .io import InputError
-from .metrics import segment_signature, sentence_statistics, signature
+from .metrics import EXACT, LOWER_IS_BETTER, exact_signature, segment_signature, sentence_statistics, signature
+from .metrics import METRICS as ALL_METRICS
 
 METRICS = ("bleu", "ter")
 
@@ -167,11 +168,12 @@ class Board:
     n_bootstrap: int
     seed: int
     signatures: Dict[str, str]
-    metrics: List[str]  # METRICS, then the segment-score metrics
+    metrics: List[str]  # the board's metrics (METRICS by default), then the segment-score metrics
     learned_threshold: float  # 0: no system is judged
     baseline_failure: Optional[str] = None  # why the baseline has no translations (no tests)
     failure_metrics: List[str] = field(default_factory=list)  # relpos_analysis.failures' columns
     buckets_per_system: bool = False  # bucketed by each system's (and seed's) own translation
+    rank_metric: str = "bleu"  # the metric the systems are ranked by, beyond the limit
 
     def row(self, system: str) -> BoardRow:
         return next(row for row in self.rows if row.system == system)
@@ -210,6 +212,8 @@ def build_board(
     log_probs: Optional[Dict[str, List[Sequence[float]]]] = None,
     oracles: Optional[Dict[str, str]] = None,
     learned_threshold: float = 0.0,
+    metrics: Sequence[str] = METRICS,
+    rank_metric: str = "bleu",
 ) -> Board:
     """The leaderboard of ``systems`` (name -> one list of translations per seed).
 
@@ -223,8 +227,10 @@ def build_board(
     those whose mean BLEU within it is below ``learned_threshold`` (0: none is judged), which
     are listed after the ranked ones, unranked, and the oracle-length decodings (``oracles``:
     oracle -> free system, seed k of one paired with seed k of the other), listed after them.
-    ``options`` are the scoring's (its metrics: sacrebleu's METRICS of the board; its
-    train_limit is ``train_limit``).  Each seed's sentence statistics are computed once (in
+    ``metrics`` are the board's own (BLEU among them: the learned threshold and the retention
+    are BLEU's), ``rank_metric`` one of them that ranks the systems (exact match on SCAN);
+    ``options`` are the scoring's (its metrics are ``metrics``; its train_limit is
+    ``train_limit``).  Each seed's sentence statistics are computed once (in
     ``options.workers`` processes) and serve every grouping and the pooled tests.
     ``segment_scores`` maps a metric computed elsewhere to each system's sentence scores,
     one list per seed (see evaluate_by_length); ``log_probs`` each system's mean
@@ -233,7 +239,8 @@ def build_board(
     failures, training = dict(failures or {}), dict(training or {})
     segment_scores = dict(segment_scores or {})
     oracles = dict(oracles or {})
-    options = dataclasses.replace(options, metrics=METRICS, train_limit=train_limit)
+    check_board_metrics(metrics, rank_metric)
+    options = dataclasses.replace(options, metrics=tuple(metrics), train_limit=train_limit)
     names = list(systems) + [name for name in failures if name not in systems]
     if not names:
         raise InputError("no system to put on the board")
@@ -268,7 +275,7 @@ def build_board(
     if options.n_bootstrap > 0:
         pooled_sentences = len(references) * max((len(seeds) for seeds in systems.values()), default=0)
         check_resampling(options.n_bootstrap, 1, options.seed, pooled_sentences)
-    metrics = list(METRICS) + list(segment_scores)
+    metrics = list(metrics) + list(segment_scores)
     within, beyond = halves = [Bucket(0, train_limit), Bucket(train_limit + 1, None)]
     seeds = _seeds(systems, seed_lengths, per_seed_inputs)
     stats = [sentence_statistics(options.metric_configs(), [references], hyps, options.workers)
@@ -314,9 +321,11 @@ def build_board(
             oracle_gains={bucket: gains for (system, bucket), gains in family.oracle_gains.items()
                           if system == name},
         ))
-    _rank(rows)
+    _rank(rows, rank_metric)
     resampling = {"bs": options.n_bootstrap, "seed": options.seed} if tested else {}
     signatures = {config.name: signature(config, 1, **resampling) for config in options.metric_configs()}
+    if EXACT in options.metrics:
+        signatures[EXACT] = exact_signature(options.lowercase, **resampling)
     signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
     tokenizer = options.metric_configs()[0].build().tokenizer_signature  # BLEU's: the failure columns' tokens
     signatures.update({metric: failure_signature(metric, tokenizer, options.short_ratio, **resampling)
@@ -330,8 +339,19 @@ def build_board(
         beyond=beyond, beyond_size=sum(length > train_limit for length in sizes_of), rows=rows,
         n_bootstrap=options.n_bootstrap, seed=options.seed, signatures=signatures, metrics=metrics,
         learned_threshold=learned_threshold, baseline_failure=baseline_failure,
-        failure_metrics=failure_metrics, buckets_per_system=per_system,
+        failure_metrics=failure_metrics, buckets_per_system=per_system, rank_metric=rank_metric,
     )
+
+
+def check_board_metrics(metrics: Sequence[str], rank_metric: str) -> None:
+    """A board's metrics are the report's (relpos_analysis.metrics.METRICS), BLEU among them
+    (the learned threshold and the retention are BLEU's); it ranks by one of them."""
+    unknown = [metric for metric in metrics if metric not in ALL_METRICS]
+    if unknown or "bleu" not in metrics or len(set(metrics)) != len(metrics):
+        raise InputError(f"a board's metrics: some of {', '.join(ALL_METRICS)}, bleu among them, none twice; "
+                         f"got {','.join(metrics)}")
+    if rank_metric not in metrics:
+        raise InputError(f"the board ranks by one of its metrics ({','.join(metrics)}), got {rank_metric}")
 
 
 def _seeds(systems, seed_lengths, per_seed_inputs):
@@ -395,7 +415,7 @@ def _pool(names, count, systems, seed_lengths, per_seed_inputs, stats):
               for metric, by_system in per_seed_inputs.items()}
     pooled_stats = {metric: {name: np.concatenate([stats[k][metric][name] for k in range(count)])
                              for name in names}
-                    for metric in METRICS}
+                    for metric in stats[0]}
     return lengths, hyps, inputs, pooled_stats
 
 
@@ -467,15 +487,15 @@ def _retention(within: Optional[Spread], beyond: Optional[Spread]) -> Optional[S
     return Spread(tuple(b / w for b, w in zip(beyond.values, within.values)))
 
 
-def _rank(rows: List[BoardRow]) -> None:
-    """Rank by mean BLEU beyond the limit, best first; equal means share a rank.  Systems
+def _rank(rows: List[BoardRow], metric: str = "bleu") -> None:
+    """Rank by the mean of ``metric`` beyond the limit, best first; equal means share a rank.  Systems
     that did not learn the task follow, unranked, best within the limit first; then the
     oracle-length decodings, unranked (the references' lengths are no system's), in the order
     of their free systems; rows with no score (every seed failed, or no sentence beyond the
     limit) go last, unranked."""
     def key(row):
-        score = row.beyond.scores["bleu"] if row.beyond else None
-        return score.mean if score else None
+        score = row.beyond.scores[metric] if row.beyond else None
+        return None if not score else -score.mean if metric in LOWER_IS_BETTER else score.mean
 
     free = [row for row in rows if row.oracle_of is None]
     not_learned = sorted((row for row in free if row.learned is False),

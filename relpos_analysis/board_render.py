@@ -110,11 +110,12 @@ def board_tables(board: Board, title: Optional[str] = None,
 
 
 def ranking_table(board: Board, title: Optional[str] = None, tuning: Optional[Tuning] = None) -> Table:
+    ranked = display_name(board.rank_metric)
     columns = [Column("rank"), Column("system", align="l"),
                Column("chosen lr" if tuning else "lr"), Column("updates"), Column("parameters"),
-               Column("step time"), Column(("BLEU ", _label(board.within))),
-               Column(("BLEU ", _label(board.beyond))), Column("retention"),
-               Column((DELTA, " BLEU ", _label(board.beyond), " [95% CI]"))]
+               Column("step time"), Column((ranked, " ", _label(board.within))),
+               Column((ranked, " ", _label(board.beyond))), Column("retention"),
+               Column((DELTA, " ", ranked, " ", _label(board.beyond), " [95% CI]"))]
     sizes = ["", SENTENCES, "", "", "", "", size_text(board.within_size),
              size_text(board.beyond_size), "", ""]
     rows = [sizes] + [_ranking_cells(board, row) for row in board.rows]
@@ -182,25 +183,26 @@ def drop_table(board: Board) -> Table:
 
 
 def oracle_table(board: Board) -> Table:
-    """Per system decoded both ways, BLEU of free and of oracle-length decoding per bucket
-    (mean ± sd over seeds) and their difference on the seeds pooled, paired, with its
-    95% interval."""
+    """Per system decoded both ways, the ranking metric (BLEU by default) of free and of
+    oracle-length decoding per bucket (mean ± sd over seeds) and their difference on the
+    seeds pooled, paired, with its 95% interval."""
+    metric, name = board.rank_metric, display_name(board.rank_metric)
     columns = [Column("system", align="l")] + [
         Column(label, _label(bucket)) for bucket in board.buckets
-        for label in ("BLEU free", "BLEU oracle", (DELTA, " [95% CI]"))]
+        for label in (f"{name} free", f"{name} oracle", (DELTA, " [95% CI]"))]
     rows = []
     for oracle, free in board.oracles.items():
         free_row, oracle_row = board.row(free), board.row(oracle)
         cells: List[Text] = [free]
         for k, bucket in enumerate(board.buckets):
-            gain = oracle_row.oracle_gains[bucket]["bleu"]
-            cells += [_score(free_row.cells[k].scores["bleu"], None, free_row.cells[k].n, 1),
-                      _score(oracle_row.cells[k].scores["bleu"], None, oracle_row.cells[k].n, 1),
+            gain = oracle_row.oracle_gains[bucket][metric]
+            cells += [_score(free_row.cells[k].scores[metric], None, free_row.cells[k].n, 1),
+                      _score(oracle_row.cells[k].scores[metric], None, oracle_row.cells[k].n, 1),
                       change_text(gain, 1, significant=is_significant(gain.p_value, free_row.cells[k].n))]
         rows.append(cells)
     notes: List[Text] = [(
         "Oracle-length decoding: each sentence decoded with its reference's length in target subword tokens, end "
-        "of sentence forbidden before it and forced at it (Newman et al. 2020). BLEU as mean", PLUS_MINUS,
+        f"of sentence forbidden before it and forced at it (Newman et al. 2020). {name} as mean", PLUS_MINUS,
         "sd over seeds; ", DELTA, ": oracle minus free on the seeds pooled, seed k of one paired with seed k of "
         "the other, with the 95% interval of the paired resamples; ", SIGNIFICANT,
         f" p < {SIGNIFICANCE_LEVEL} (paired bootstrap resampling). What oracle lengths win beyond the limit is what "
@@ -408,11 +410,11 @@ def _ranking_cells(board: Board, row: BoardRow) -> List[Text]:
              _count(training.updates), parameters, step]
     if not row.cells:
         return cells + [EMPTY] * 4
-    within, beyond = row.within, row.beyond
-    return cells + [_score(within.scores["bleu"], within.p_values["bleu"], within.n, 1),
-                    _score(beyond.scores["bleu"], beyond.p_values["bleu"], beyond.n, 1),
+    within, beyond, metric = row.within, row.beyond, board.rank_metric
+    return cells + [_score(within.scores[metric], within.p_values[metric], within.n, 1),
+                    _score(beyond.scores[metric], beyond.p_values[metric], beyond.n, 1),
                     _score(row.retention, None, beyond.n, 2),
-                    _difference(beyond.differences["bleu"])]
+                    _difference(beyond.differences[metric])]
 
 
 def _bucket_cells(board: Board, row: BoardRow, metrics: Sequence[str], decimals: Dict[str, int],
@@ -463,7 +465,8 @@ def _notes(board: Board, tuning: Optional[Tuning]) -> List[Text]:
     scores: List[Text] = [
         "Mean", PLUS_MINUS, f"sample standard deviation over {seed_text} training seeds (each "
         "seed's corpus score; per-seed values, minimum and maximum in the JSON/CSV output). "
-        f"Ranked by BLEU on every pair longer than the training limit of {board.train_limit} "
+        f"Ranked by {display_name(board.rank_metric)} on every pair longer than the training limit of "
+        f"{board.train_limit} "
         "tokens (", _label(board.beyond), ")"]
     if board.learned_threshold > 0 and board.within_size:
         scores += [f", among the systems that learned the task: a mean BLEU of at least "
@@ -491,7 +494,8 @@ def _notes(board: Board, tuning: Optional[Tuning]) -> List[Text]:
             f"paired bootstrap resampling ({board.n_bootstrap} resamples, seed {board.seed}) of "
             "the seeds pooled, seed k of each system paired with seed k of the baseline; not "
             "corrected for multiple comparisons. ", FEW, f" fewer than {MIN_SIZE_FOR_MARKS} "
-            "sentences: no marks. ", DELTA, f": BLEU beyond the limit minus {board.baseline}'s, "
+            "sentences: no marks. ", DELTA, f": {display_name(board.rank_metric)} beyond the limit minus "
+            f"{board.baseline}'s, "
             "each on its seeds pooled, with the 95% interval of the same resamples."))
     chosen = (f"Chosen lr: the learning rate chosen per scheme on {tuning.metric}, never on the "
               "test sets (the selection is the next table)." if tuning

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 from . import board_render, segment_scores
-from .board import METRICS, build_board, check_training_log, training_info
+from .board import METRICS, build_board, check_board_metrics, check_training_log, training_info
 from .tuning import check_tuning, read_tuning
 from .buckets import bucket_members, buckets_from_edges, parse_edges
 from .cli import (
@@ -28,6 +28,7 @@ from .cli import (
 from .evaluate import ScoringOptions
 from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
 from .lengths import whitespace_lengths
+from .metrics import METRICS as ALL_METRICS
 from .metrics import TOKENIZERS
 from .textcheck import check_no_subword_markers, check_segmented, check_segmented_form
 
@@ -76,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="inclusive upper ends of the buckets (default: the limit, 1.5x, 2x)")
     parser.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
                         help="BLEU tokenizer (default 13a; none for tokenized text)")
+    parser.add_argument("--metrics", default=",".join(METRICS), metavar="M1,M2,...",
+                        help=f"the board's metrics, bleu among them: of {','.join(ALL_METRICS)} "
+                        f"(default {','.join(METRICS)}; exact: exact match, SCAN's measure)")
+    parser.add_argument("--rank-by", default="bleu", metavar="METRIC",
+                        help="the metric of --metrics that ranks the systems beyond the training limit, "
+                        "and that the free and oracle-length table compares (default bleu)")
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                         help="resamples of the pooled paired test (default 1000; 0: no test)")
     parser.add_argument("--seed", type=int, default=12345, help="seed of the resampling")
@@ -93,7 +100,12 @@ def main(argv=None) -> int:
 def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
     targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
                if args.out_dir else {})
-    options = ScoringOptions(metrics=METRICS, tokenize=args.tokenize, n_bootstrap=args.bootstrap, seed=args.seed,
+    metrics = [metric.strip() for metric in args.metrics.split(",")]
+    try:
+        check_board_metrics(metrics, args.rank_by)
+    except InputError as err:
+        raise InputError(f"--metrics {args.metrics} --rank-by {args.rank_by}: {err}") from None
+    options = ScoringOptions(metrics=tuple(metrics), tokenize=args.tokenize, n_bootstrap=args.bootstrap, seed=args.seed,
                              short_ratio=args.short_ratio, workers=args.workers)
     options.check()
     if args.train_limit < 1:
@@ -193,7 +205,8 @@ def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
                        system_length_files)
     board = build_board(lengths, references, systems, buckets, limit, options, baseline=args.baseline,
                         failures=failures, training=training, segment_scores=scores,
-                        log_probs=log_probs or None, oracles=oracles, learned_threshold=args.learned_threshold)
+                        log_probs=log_probs or None, oracles=oracles, learned_threshold=args.learned_threshold,
+                        metrics=metrics, rank_metric=args.rank_by)
     markdown = board_render.markdown_table(board, args.title, tuning)
     first = lengths if side != "hypothesis" else next(iter(lengths.values()))[0]
     mean_lengths = [sum(first[i] for i in members) / len(members) if members else float("nan")

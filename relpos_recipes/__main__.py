@@ -22,6 +22,7 @@ RECIPES = {
     **{f"table{n}": ("study", "table_main", n) for n in range(1, 6)},
     "tatoeba": ("study", "tatoeba_main"),
     "bands": ("bands", "bands_main"),
+    "scan": ("scan", "scan_main"),
 }
 
 

@@ -18,6 +18,8 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "take-corpus": ("relpos_recipes.tools.corpus", "take"),
     "concat-augment": ("relpos_recipes.tools.concat_augment",),
     "toy-corpus": ("relpos_recipes.tools.toy_corpus",),
+    "scan": ("relpos_recipes.tools.scan",),
+    "scan-curve": ("relpos_recipes.tools.scan_curve",),
     "filter-pairs": ("relpos_recipes.tools.filter_pairs",),
     "spm": ("relpos_recipes.tools.spm",),
     "binarize": ("relpos_recipes.tools.binarize",),

@@ -36,6 +36,14 @@ The splits, by the number of actions of a command:
   for training; every longer command for test;
 - ``all``: every command, ``tasks.txt``.
 
+With ``--parallel`` the split is written as a parallel corpus instead, for the recipe
+(scripts/reproduce/scan.sh, which prepares it with ``--segmentation none``): ``PART.in`` the
+commands and ``PART.out`` their actions, a pair a line, for the parts ``train``, ``dev`` and
+``test``.  The length split has no dev set of its own (its training set is the published one,
+whole): its ``dev`` is a tenth of its training pairs, drawn as a cutoff split's and kept in
+training, which only follows the training loss.  ``--every K`` keeps each part's every K-th
+pair (the recipe's SMOKE=1 sample).
+
 Lines are ``IN: <command> OUT: <actions>``, the public files' format; commands come in the
 grammar's order (the public files are shuffled: the same pairs, in another order).  Only
 ``random.Random.random()`` is drawn from, which Python keeps stable across versions, so a seed
@@ -162,17 +170,37 @@ def split_files(split: str, cutoff: Optional[int], seed: int) -> Dict[str, List[
             for part, chosen in cutoff_split(pairs, cutoff, seed).items()}
 
 
-def write_files(out_dir: str, files: Dict[str, List[Pair]]) -> None:
-    """Writes every file under a temporary name first: a failure leaves no half-written set."""
+def parallel_files(split: str, cutoff: Optional[int], seed: int, every: int = 1) -> Dict[str, List[str]]:
+    """File name -> lines of ``--parallel``: PART.in and PART.out for train, dev and test,
+    each part's every ``every``-th pair (a sample for a smoke run)."""
+    pairs = all_pairs()
+    if split == "cutoff":
+        parts = cutoff_split(pairs, cutoff, seed)
+    elif split == "length":
+        parts = length_split(pairs)
+        draw = random.Random(seed).random  # one draw per training pair, as cutoff_split's
+        parts["dev"] = [pair for pair in parts["train"] if draw() < DEV_FRACTION]
+    else:
+        raise ValueError("--parallel: for --split length or cutoff:C (a training and a test set)")
+    files = {}
+    for part in ("train", "dev", "test"):
+        files[f"{part}.in"] = [command for command, _ in parts[part][::every]]
+        files[f"{part}.out"] = [" ".join(actions) for _, actions in parts[part][::every]]
+    return files
+
+
+def write_files(out_dir: str, files: Dict[str, List[str]]) -> None:
+    """Writes each file's lines, every file under a temporary name first: a failure leaves no
+    half-written set."""
     os.makedirs(out_dir, exist_ok=True)
     written = []
     try:
-        for name, pairs in files.items():
+        for name, lines in files.items():
             path = os.path.join(out_dir, name)
             temporary = f"{path}.tmp-{os.getpid()}"
             written.append((temporary, path))
             with open(temporary, "w", encoding="ascii", newline="\n") as stream:
-                stream.writelines(line(pair) + "\n" for pair in pairs)
+                stream.writelines(text + "\n" for text in lines)
         for temporary, path in written:
             os.replace(temporary, path)
     finally:
@@ -194,16 +222,26 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--out-dir", required=True, help="folder to write the files to (made if missing)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help=f"seed of the cutoff split's dev set (default: {DEFAULT_SEED})")
+    parser.add_argument("--parallel", action="store_true",
+                        help="write {train,dev,test}.{in,out} (commands and actions, a line each) instead")
+    parser.add_argument("--every", type=int, default=1,
+                        help="with --parallel: each part's every K-th pair only (a sample; default 1: all)")
     args = parser.parse_args(argv)
+    if args.every < 1 or (args.every > 1 and not args.parallel):
+        parser.error(f"--every: a positive number of pairs, with --parallel; got {args.every}")
     try:
         split, cutoff = parse_split(args.split)
-        files = split_files(split, cutoff, args.seed)
+        if args.parallel:
+            files = parallel_files(split, cutoff, args.seed, args.every)
+        else:
+            files = {name: [line(pair) for pair in pairs]
+                     for name, pairs in split_files(split, cutoff, args.seed).items()}
     except ValueError as error:
         parser.error(str(error))
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         parser.error(f"--out-dir: {args.out_dir} is a file, expected a folder")
     write_files(args.out_dir, files)
-    counts = ", ".join(f"{name} {len(pairs)}" for name, pairs in files.items())
+    counts = ", ".join(f"{name} {len(lines)}" for name, lines in files.items())
     print(f"wrote SCAN to {args.out_dir}: {counts}", file=sys.stderr)
 
 

@@ -36,7 +36,7 @@ ALL_SCRIPTS = [
     "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "prepare-toy.sh", "demo.sh", "leaderboard.sh",
     "build-test-sets.sh", "train.sh", "prepare-tatoeba.sh", "reproduce/tatoeba.sh",
     "translate.sh", "reproduce/table1.sh", "reproduce/table2.sh", "reproduce/table3.sh",
-    "reproduce/table4.sh", "reproduce/table5.sh",
+    "reproduce/table4.sh", "reproduce/table5.sh", "reproduce/scan.sh",
 ]
 
 
