@@ -280,8 +280,9 @@ def test_gpu_steps_share_each_gpu_up_to_jobs_per_gpu(tmp_path, monkeypatch):
 
     LocalRunner(threads=6, gpus=2, console=Console(stream_steps=False), jobs_per_gpu=2).run(graph(steps))
     assert concurrency() == ({"5": 2, "7": 2}, 4)  # two on each GPU, the cores would allow six
-    for step in steps:
+    for k, step in enumerate(steps):  # run again: a step without its manifest nor its output
         step.manifest_path.unlink()
+        (tmp_path / f"g{k}").unlink()
     LocalRunner(threads=6, gpus=2, console=Console(stream_steps=False)).run(graph(steps))
     assert concurrency() == ({"5": 3, "7": 3}, 6)  # without a cap: as many as the cores allow, shared out
     with pytest.raises(StepError, match="--jobs-per-gpu: expected at least 1, got 0"):

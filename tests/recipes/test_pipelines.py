@@ -745,6 +745,7 @@ def test_translate_overwrites_no_translation_and_takes_no_test_set_of_other_dict
     assert mine.read_text() == "my translation\n"
     other = tmp_path / "testsets" / "test"
     shutil.copytree(toy["test"], other)
+    shutil.copy(toy["test"].parent.parent / "segmentation.env", tmp_path)  # a copy of the preparation's test set
     dictionary = other / "bin" / "dict.tgt.txt"
     words = dictionary.read_text().splitlines(keepends=True)
     dictionary.write_text("".join([words[1], words[0], *words[2:]]))
@@ -979,6 +980,7 @@ def test_translate_refuses_a_test_set_of_other_dictionaries_by_name(tmp_path, te
     write_dictionaries(testset / "bin", ["w1", "w2", "w3"], langs=("src",))
     write_dictionaries(testset / "bin", test_words, langs=("tgt",))
     (testset / "meta.env").write_text("SRC=src\nTGT=tgt\nLINES=1\n")
+    (testset.parent.parent / "segmentation.env").write_text("SEGMENTATION=none\n")  # in a prepared folder
     translation = Translation(checkpoint=checkpoint, testset=testset, out=tmp_path / "out")
     if not data_kept:
         shutil.rmtree(tmp_path / "data-bin")
