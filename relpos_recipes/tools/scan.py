@@ -55,6 +55,8 @@ import random
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import write_lines_atomically
+
 PRIMITIVES = ("walk", "look", "run", "jump")
 DIRECTIONS = ("left", "right")
 TURN = {"left": "I_TURN_LEFT", "right": "I_TURN_RIGHT"}
@@ -189,26 +191,6 @@ def parallel_files(split: str, cutoff: Optional[int], seed: int, every: int = 1)
     return files
 
 
-def write_files(out_dir: str, files: Dict[str, List[str]]) -> None:
-    """Writes each file's lines, every file under a temporary name first: a failure leaves no
-    half-written set."""
-    os.makedirs(out_dir, exist_ok=True)
-    written = []
-    try:
-        for name, lines in files.items():
-            path = os.path.join(out_dir, name)
-            temporary = f"{path}.tmp-{os.getpid()}"
-            written.append((temporary, path))
-            with open(temporary, "w", encoding="ascii", newline="\n") as stream:
-                stream.writelines(text + "\n" for text in lines)
-        for temporary, path in written:
-            os.replace(temporary, path)
-    finally:
-        for temporary, _ in written:
-            if os.path.exists(temporary):
-                os.remove(temporary)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m relpos_recipes.tools.scan",
@@ -240,7 +222,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         parser.error(str(error))
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         parser.error(f"--out-dir: {args.out_dir} is a file, expected a folder")
-    write_files(args.out_dir, files)
+    write_lines_atomically([(os.path.join(args.out_dir, name), lines) for name, lines in files.items()])
     counts = ", ".join(f"{name} {len(lines)}" for name, lines in files.items())
     print(f"wrote SCAN to {args.out_dir}: {counts}", file=sys.stderr)
 

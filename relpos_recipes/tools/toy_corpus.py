@@ -49,11 +49,12 @@ files on every Python from 3.8 on.
 """
 import argparse
 import itertools
-import os
 import random
 import sys
 from dataclasses import dataclass
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
+
+from . import write_lines_atomically
 
 LEXICON_SEED = 2019
 
@@ -547,27 +548,6 @@ def generate_pairs(
     return [_generate_pair(rng, lexicon, min_words, max_words) for _ in range(n)]
 
 
-def _write_atomically(paths_and_lines: Sequence[Tuple[str, Sequence[str]]]) -> None:
-    """Write every file under a temporary name first, so an interrupted run leaves no final name."""
-    written: List[Tuple[str, str]] = []
-    try:
-        for path, lines in paths_and_lines:
-            directory = os.path.dirname(path)
-            if directory:
-                os.makedirs(directory, exist_ok=True)
-            # Not tempfile.mkstemp: its files are private (0600), these should follow the umask.
-            temporary = f"{path}.tmp{os.getpid()}"
-            written.append((temporary, path))
-            with open(temporary, "w", encoding="ascii", newline="\n") as stream:
-                stream.writelines(line + "\n" for line in lines)
-        for temporary, path in written:
-            os.replace(temporary, path)
-    finally:
-        for temporary, _ in written:
-            if os.path.exists(temporary):
-                os.remove(temporary)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python scripts/lib/toy_corpus.py",
@@ -605,7 +585,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     pairs = generate_pairs(
         args.n, args.seed, args.min_words, args.max_words, args.lexicon_seed, args.lexicon_size
     )
-    _write_atomically(
+    write_lines_atomically(
         [
             (f"{args.out_prefix}.{args.src_lang}", [source for source, _ in pairs]),
             (f"{args.out_prefix}.{args.tgt_lang}", [target for _, target in pairs]),
