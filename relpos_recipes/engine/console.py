@@ -15,8 +15,6 @@ import threading
 import time
 from typing import Dict, Optional
 
-from relpos_analysis import fairseq_log
-
 PHASES = {"prepare": "preparing the data and the test sets", "system": "training and translating",
           "report": "the reports"}
 
@@ -75,21 +73,24 @@ class _Progress:
         self.updates = 0
         self.loss: Optional[str] = None
         self.dev_loss: Optional[str] = None
-        cap = fairseq_log.MAX_UPDATE.findall(" ".join(step.argv()))
+        self.format = step.display.progress  # None: its lines say nothing of its progress
+        cap = self.format.max_updates.findall(" ".join(step.argv())) if self.format else []
         self.max_updates = int(cap[-1]) if cap else None
         self.printed = 0.0
 
     def read(self, line: str) -> bool:
         """Takes one output line; whether it was a dev evaluation (worth showing at once)."""
-        updates = fairseq_log.UPDATES.search(line)
+        if self.format is None:
+            return False
+        updates = self.format.updates.search(line)
         if updates:
             self.updates = int(updates.group(1))
             if self.first is None:
                 self.first = (time.monotonic(), self.updates)
-        loss = fairseq_log.TRAIN_LOSS.search(line)
+        loss = self.format.loss.search(line)
         if loss:
             self.loss = loss.group(1)
-        dev = fairseq_log.DEV_LOSS.search(line)
+        dev = self.format.dev_loss.search(line)
         if dev:
             self.dev_loss = dev.group(1)
         return bool(dev)

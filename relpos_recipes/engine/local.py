@@ -20,7 +20,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import manifest, time_limit
 from .console import Console
-from .graph import Graph, Job, unique_steps
+from .executor import Executor, Outcome
+from .graph import Graph, unique_steps
+from .lock import FolderLock
 from .plan import (Plan, changed_input, check_steps, plan, prerequisites, producer_scope, step_lock_path,
                    step_state)
 from .step import TEMP_PREFIX, Out, OutDir, Step, StepError, temporary_path
@@ -41,25 +43,6 @@ class TimeLimit(Exception):
     def __init__(self):
         super().__init__("the job's time limit is near")
         self.steps: List[Step] = []
-
-
-class Outcome:
-    """What became of each step of a run: ran, skipped (done), failed (with the error) or
-    blocked (by a failed step upstream); and the jobs whose later part could not be built."""
-
-    def __init__(self):
-        self.ran: List[Step] = []
-        self.skipped: List[Step] = []
-        self.failed: Dict[Step, str] = {}
-        self.blocked: Dict[Step, Step] = {}  # step -> the failed step upstream
-        self.blocked_jobs: Dict[Job, Step] = {}
-
-    def finished(self, step: Step) -> bool:
-        return step in self.failed or step in self.blocked or step in self.ran or step in self.skipped
-
-    def error_of(self, step: Step) -> Optional[str]:
-        culprit = self.blocked.get(step, step)
-        return self.failed.get(culprit)
 
 
 class LocalRunner:
@@ -217,6 +200,21 @@ class LocalRunner:
             ids = visible.split(",") if visible else [str(g) for g in range(self.gpus)]
             env["CUDA_VISIBLE_DEVICES"] = ids[gpu % len(ids)]
         return env
+
+
+class LocalExecutor(Executor):
+    """``--launcher local``: the graph's steps run on this machine, the run's folders locked
+    against another run of them (``--dry-run``: the plan is printed)."""
+
+    def run(self, graph: Graph) -> Optional[Outcome]:
+        launch = self.launch
+        if launch.dry_run:
+            manifest.check_manifests(graph.roots)
+            print(plan(graph).describe())
+            return None
+        with FolderLock(graph.roots, launch.what()):
+            manifest.check_manifests(graph.roots)
+            return LocalRunner(launch.threads, launch.gpus, launch.console, jobs_per_gpu=launch.jobs_per_gpu).run(graph)
 
 
 def _run_and_report(runner: "RunningStep", finished) -> None:

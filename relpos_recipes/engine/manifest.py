@@ -13,8 +13,9 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Sequence
 
+from .slurm_queue import ENDED_BY_SLURM, show_job
 from .step import MANIFEST_DIR, TEMP_PREFIX, Step, StepError
 
 VERSION = 2
@@ -251,6 +252,43 @@ def scheduler_job_id() -> Optional[str]:
     if job and task and os.environ.get("SLURM_ARRAY_JOB_ID"):
         return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{task}"
     return job
+
+
+def check_manifests(roots: Sequence[Path]) -> None:
+    """Reads every step manifest under the run's folders before any work: a damaged one
+    stops the run at its start, naming it, not after hours of training."""
+    for root in roots:
+        for directory, subdirs, _files in os.walk(root):
+            if MANIFEST_DIR in subdirs:
+                for path in sorted((Path(directory) / MANIFEST_DIR).glob("*.json")):
+                    read(path)
+            subdirs[:] = [d for d in subdirs if d != MANIFEST_DIR and not d.startswith(".tmp.")]
+
+
+def unfinished(steps: Sequence[Step]) -> Optional[str]:
+    """Why the first of ``steps`` that did not finish did not: SLURM's state where SLURM ended
+    the job it ran in, the error its manifest records, or that it did not run to its end;
+    None when all finished."""
+    for step in steps:
+        record = of(step)
+        ended = ended_by_slurm(record)
+        if ended:
+            return f"{step.description}: {ended} (see {step.log_path})"
+        if record and record.status == "failed":
+            return record.error or "failed"
+        if not (record and record.status == "done") or not all(p.exists() for p in step.outputs):
+            return f"{step.description} did not finish (see {step.log_path})"
+    return None
+
+
+def ended_by_slurm(record: Optional[Record]) -> Optional[str]:
+    """Why a step's unfinished run ended where SLURM ended the job it ran in ("SLURM ended
+    its job 70: CANCELLED"): the step's own last words then are only where it was stopped.
+    None where SLURM did not, or no SLURM says."""
+    if record is None or record.status == "done" or not record.job_id:
+        return None
+    state = show_job(record.job_id).get("JobState")
+    return f"SLURM ended its job {record.job_id}: {state}" if state in ENDED_BY_SLURM else None
 
 
 def now() -> str:

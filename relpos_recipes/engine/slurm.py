@@ -13,6 +13,7 @@ or ``scontrol requeue`` starts again and resumes from its last checkpoint; near 
 ``--slurm-time`` limit (``--slurm-requeue-margin`` before it) it requeues itself, at most
 ``--slurm-max-requeues`` times (counted in its training's manifest), then fails saying so.
 """
+import dataclasses
 import json
 import os
 import re
@@ -21,32 +22,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import manifest
+from .executor import Executor, Outcome
 from .graph import Graph, Job
-from .local import LocalRunner, Outcome, TimeLimit
+from .launch import Launch, SlurmOptions
+from .local import LocalRunner, TimeLimit
 from .lock import FolderLock
 from .plan import Plan, plan
-from .runner import Launch, check_manifests, unfinished
+from .slurm_queue import (FINAL_STATES, LIVE_STATES, NEVER_STARTS, SETTLE_SECONDS, job_state, largest_node_cpus,
+                          listed_jobs, partition_has_gpus, queue_states, show_job)
 from .step import StepError
 
-# the environment that changes what a recipe does, handed to its jobs
-RECIPE_ENVIRONMENT = ("SMOKE", "SMOKE_DATA", "TRAIN_EXTRA_ARGS", "REPORT_TOKENIZE", "REPORT_EXTRA_ARGS",
-                      "RELPOS_ARCH_OVERRIDE", "SKIP_REPORT", "OMP_NUM_THREADS")
-# squeue's reasons for a pending job that will never start, with why
-UNRUNNABLE = "SLURM will never start it ({}: it asks for more than the partition gives)"
-NEVER_STARTS = {"DependencyNeverSatisfied": "a job it waits for failed",
-                **{reason: UNRUNNABLE.format(reason) for reason in
-                   ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "PartitionTimeLimit")}}
-LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED")
-# the states in which SLURM, not the job's own commands, ended a job
-ENDED_BY_SLURM = ("CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "BOOT_FAIL")
-FINAL_STATES = ("COMPLETED", "FAILED", *ENDED_BY_SLURM)
 # how long a cancellation waits for the controller to show the jobs ended
 CANCEL_SECONDS = 10
-# how long a submission waits for a job of the last one to end or be requeued (SLURM's KillWait is 30 s by default)
-SETTLE_SECONDS = 60
 # the recipe options about submitting, which a job's own command line does not take
 _SUBMISSION_OPTIONS = {"--launcher", "--slurm-partition", "--slurm-gpus-per-job", "--slurm-cpus-per-job", "--slurm-nodes",
                        "--slurm-time", "--slurm-mem", "--slurm-args", "--slurm-requeue-margin"}
@@ -54,6 +44,17 @@ _SUBMISSION_OPTIONS = {"--launcher", "--slurm-partition", "--slurm-gpus-per-job"
 
 def log_dir(graph: Graph) -> Path:
     return Path(graph.roots[-1]) / "slurm"
+
+
+class SlurmExecutor(Executor):
+    """``--launcher slurm``: the graph's jobs submitted with sbatch (followed to their end with
+    ``--wait``); ``--run-job NAME``: one of them, run inside its SLURM job."""
+
+    def run(self, graph: Graph) -> Optional[Outcome]:
+        if self.launch.run_job:
+            return run_job(graph, self.launch)
+        Submitter(graph, self.launch).submit()
+        return None
 
 
 # ----------------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ class Submitter:
         # submit every job
         with FolderLock(self.graph.roots, self.launch.what(), shared=True), \
                 FolderLock([self.log_dir], f"submission of {self.launch.what()}"):
-            check_manifests(self.graph.roots)
+            manifest.check_manifests(self.graph.roots)
             planned = plan(self.graph)
             ids = self._submit(planned)
         if self.launch.wait and ids and not self.launch.dry_run:
@@ -150,6 +151,11 @@ class Submitter:
     def _submit(self, planned: Plan) -> Dict[Job, str]:
         depends = dependencies(self.graph, planned)
         previous = self._previous()
+        environment = JobEnvironment.here(self.launch.environment)
+        # one squeue call for the jobs of the last submission that would run again
+        queued_before = [] if self.launch.dry_run else \
+            [previous[job.name] for job in self.graph.jobs if job.name in previous and planned.job_runs(job)]
+        queue = queue_states(queued_before) if queued_before else {}
         ids: Dict[Job, str] = {}
         submitted: List[str] = []
         lines = []
@@ -159,7 +165,7 @@ class Submitter:
                     lines.append(f"[done] {job.name}")
                     continue
                 queued = previous.get(job.name)
-                state, reason = queue_state(queued) if queued and not self.launch.dry_run else (None, None)
+                state, reason = queue.get(queued, (None, None))
                 if state == "COMPLETING":  # not yet known whether it ends or runs again
                     raise StepError(f"job {queued} of the last submission ({job.name}) is still COMPLETING "
                                     f"{SETTLE_SECONDS} s on: submit again once it has ended or is queued again "
@@ -174,7 +180,7 @@ class Submitter:
                     lines.append(f"[cancelled {queued}: {why}] {job.name}" if states[queued] == "CANCELLED"
                                  else f"[job {queued} ({why}): {cancellation(states, refused)}] {job.name}")
                 after = [ids[d] for d in depends[job] if d in ids]
-                script = self.script(job, after)
+                script = job_script(job, self.launch, after, environment, self.log_dir, self.node_cpus)
                 if self.launch.dry_run:
                     waits = f" after {', '.join(d.name for d in depends[job])}" if depends[job] else ""
                     lines.append(f"[submit] {job.name}{waits}")
@@ -194,53 +200,6 @@ class Submitter:
         if not self.launch.dry_run:
             self._remember({**previous, **{job.name: job_id for job, job_id in ids.items()}})
         return ids
-
-    # --- the job script ---------------------------------------------------------------
-    def script(self, job: Job, after: Sequence[str]) -> str:
-        options, launch = self.options, self.launch
-        gpus = options.gpus_per_job if job.kind == "system" else 0
-        nodes = options.nodes if job.kind == "system" else 1
-        cpus = self._cpus(job.kind, gpus)
-        sbatch = [f"--job-name=relpos-{launch.recipe}-{job.name}", f"--output={self.log_dir}/{job.name}-%j.out",
-                  "--open-mode=append", f"--cpus-per-task={cpus}", f"--nodes={nodes}", "--kill-on-invalid-dep=yes"]
-        if gpus:
-            sbatch += [f"--gres=gpu:{gpus}", f"--ntasks-per-node={gpus}" if nodes > 1 else "--ntasks=1"]
-        if options.partition:
-            sbatch.append(f"--partition={options.partition}")
-        if options.time:
-            sbatch.append(f"--time={options.time}")
-        if options.mem:
-            sbatch.append(f"--mem={options.mem}")
-        if job.trains:
-            sbatch.append("--requeue")
-            if options.time:
-                # to the batch process, which is the recipe's runner (exec below)
-                sbatch.append(f"--signal=B:USR1@{options.requeue_margin}")
-        else:
-            sbatch.append("--no-requeue")
-        if after:
-            sbatch.append(f"--dependency={'afterany' if job.after_any else 'afterok'}:{':'.join(after)}")
-        sbatch += shlex.split(options.args)
-        environment = {name: os.environ[name] for name in RECIPE_ENVIRONMENT if name in os.environ}
-        command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), "--run-job", job.name]
-        venv = os.environ.get("VIRTUAL_ENV") or str(Path(sys.executable).parent.parent)
-        lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in sbatch),
-                 f"# {job.kind} job of: {launch.what()}",
-                 f"cd {shlex.quote(os.getcwd())}",  # where the recipe's relative paths start
-                 f"source {shlex.quote(venv)}/bin/activate",
-                 "export PL_ENV_READY=\"$VIRTUAL_ENV\" TQDM_DISABLE=1",
-                 *(f"export {name}={shlex.quote(value)}" for name, value in environment.items()),
-                 f"exec {' '.join(shlex.quote(c) for c in command)}"]
-        return "\n".join(lines) + "\n"
-
-    def _cpus(self, kind: str, gpus: int) -> int:
-        """The CPUs a job asks for: --slurm-cpus-per-job, or by default the recipe's threads
-        for the data and 4 a GPU (1 without) for a system, at most what a node has: a job
-        that asks for more than any node of the partition would wait in the queue for ever."""
-        if self.options.cpus_per_job:
-            return self.options.cpus_per_job
-        wanted = self.launch.threads if kind == "prepare" else gpus * 4 if gpus else 1
-        return min(wanted, self.node_cpus) if self.node_cpus else wanted
 
     def _sbatch(self, job: Job, script: str) -> str:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -278,22 +237,20 @@ class Submitter:
         ended: Dict[str, str] = {}
         try:
             while True:
-                proc = subprocess.run(["squeue", "-h", "--states", "all", "-j", ",".join(ids.values()), "-o",
-                                       "%i %T %r"], capture_output=True, text=True)
-                listed = [line.split() for line in proc.stdout.splitlines() if line.strip()]
-                for job_id, state, *_ in listed:
+                listed = listed_jobs(list(ids.values()))
+                for job_id, (state, _) in listed.items():
                     if state not in FINAL_STATES:
                         ended.pop(job_id, None)  # requeued
                     elif job_id not in ended:
                         ended[job_id] = job_state(job_id)
-                remaining = [fields for fields in listed if fields[1] not in FINAL_STATES]
-                live = [job_id for job_id in ids.values() if any(fields[0] == job_id for fields in remaining)]
+                remaining = {job_id: reason for job_id, (state, reason) in listed.items() if state not in FINAL_STATES}
+                live = [job_id for job_id in ids.values() if job_id in remaining]
                 # a job being requeued can be missing from one answer: the jobs have ended when two
                 # answers 2 s apart list none (squeue -j of one job SLURM has forgotten is an error)
                 quiet = quiet + 1 if not remaining else 0
                 if quiet == 2:
                     break
-                never = [(fields[0], NEVER_STARTS[fields[-1]]) for fields in remaining if fields[-1] in NEVER_STARTS]
+                never = [(job_id, NEVER_STARTS[reason]) for job_id, reason in remaining.items() if reason in NEVER_STARTS]
                 for job_id, why in never:
                     console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
                 if never:
@@ -309,11 +266,78 @@ class Submitter:
                 unfinished_jobs.append(f"{job.name} ({state}; {self.log_dir}/{job.name}-{job_id}.out)")
         for job in ids:
             if job.kind == "system":
-                why = unfinished(job.steps)
+                why = manifest.unfinished(job.steps)
                 if why:
                     console.log(f"FAILED {job.name}: {why}")
         if unfinished_jobs:
             raise StepError(f"SLURM job(s) did not complete: {', '.join(unfinished_jobs)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobEnvironment:
+    """What a job's script sets up before the recipe's command: the folder the recipe's
+    relative paths start from, the virtual environment it activates, the variables it exports."""
+
+    folder: str
+    venv: str
+    variables: Mapping[str, str]
+
+    @classmethod
+    def here(cls, names: Sequence[str]) -> "JobEnvironment":
+        """This process's: its folder, its virtual environment, and those of the variables
+        ``names`` (the recipe's :attr:`Launch.environment`) that are set."""
+        return cls(os.getcwd(), os.environ.get("VIRTUAL_ENV") or str(Path(sys.executable).parent.parent),
+                   {name: os.environ[name] for name in names if name in os.environ})
+
+
+def job_script(job: Job, launch: Launch, after: Sequence[str], environment: JobEnvironment, folder: Path,
+               node_cpus: Optional[int]) -> str:
+    """The sbatch script of ``job``: what it asks SLURM for (``launch.slurm``; ``node_cpus``:
+    the CPUs of the partition's largest node, None where not known), the jobs it waits for
+    (``after``, their ids), its log in ``folder``, and the recipe's command with ``--run-job``."""
+    options = launch.slurm
+    gpus = options.gpus_per_job if job.kind == "system" else 0
+    nodes = options.nodes if job.kind == "system" else 1
+    cpus = job_cpus(job.kind, gpus, options, launch.threads, node_cpus)
+    sbatch = [f"--job-name=relpos-{launch.recipe}-{job.name}", f"--output={folder}/{job.name}-%j.out",
+              "--open-mode=append", f"--cpus-per-task={cpus}", f"--nodes={nodes}", "--kill-on-invalid-dep=yes"]
+    if gpus:
+        sbatch += [f"--gres=gpu:{gpus}", f"--ntasks-per-node={gpus}" if nodes > 1 else "--ntasks=1"]
+    if options.partition:
+        sbatch.append(f"--partition={options.partition}")
+    if options.time:
+        sbatch.append(f"--time={options.time}")
+    if options.mem:
+        sbatch.append(f"--mem={options.mem}")
+    if job.trains:
+        sbatch.append("--requeue")
+        if options.time:
+            # to the batch process, which is the recipe's runner (exec below)
+            sbatch.append(f"--signal=B:USR1@{options.requeue_margin}")
+    else:
+        sbatch.append("--no-requeue")
+    if after:
+        sbatch.append(f"--dependency={'afterany' if job.after_any else 'afterok'}:{':'.join(after)}")
+    sbatch += shlex.split(options.args)
+    command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), "--run-job", job.name]
+    lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in sbatch),
+             f"# {job.kind} job of: {launch.what()}",
+             f"cd {shlex.quote(environment.folder)}",  # where the recipe's relative paths start
+             f"source {shlex.quote(environment.venv)}/bin/activate",
+             "export PL_ENV_READY=\"$VIRTUAL_ENV\" TQDM_DISABLE=1",
+             *(f"export {name}={shlex.quote(value)}" for name, value in environment.variables.items()),
+             f"exec {' '.join(shlex.quote(c) for c in command)}"]
+    return "\n".join(lines) + "\n"
+
+
+def job_cpus(kind: str, gpus: int, options: SlurmOptions, threads: int, node_cpus: Optional[int]) -> int:
+    """The CPUs a job asks for: --slurm-cpus-per-job, or by default the recipe's ``threads``
+    for the data and 4 a GPU (1 without) for a system, at most what a node has: a job that
+    asks for more than any node of the partition would wait in the queue for ever."""
+    if options.cpus_per_job:
+        return options.cpus_per_job
+    wanted = threads if kind == "prepare" else gpus * 4 if gpus else 1
+    return min(wanted, node_cpus) if node_cpus else wanted
 
 
 def left_running(job_ids: Sequence[str]) -> str:
@@ -367,71 +391,6 @@ def job_argv(argv: Sequence[str]) -> List[str]:
             continue
         kept.append(arg)
     return kept
-
-
-def queue_state(job_id: str):
-    """(state, reason) of a queued job, or (None, None) once SLURM has forgotten it.  A job
-    COMPLETING is ending, or being requeued (scontrol requeue, preemption) and about to be
-    PENDING again: it is asked again, for at most SETTLE_SECONDS, until SLURM shows which."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T %r"], capture_output=True, text=True)
-        fields = proc.stdout.split()
-        state, reason = (fields[0], fields[-1]) if proc.returncode == 0 and fields else (None, None)
-        if state != "COMPLETING" or time.monotonic() > deadline:
-            return state, reason
-        time.sleep(0.5)
-
-
-def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
-    """The CPUs of the partition's largest node (the default partition's without one), or
-    None where sinfo does not say."""
-    counts = [int(fields[0]) for fields in _sinfo("%c %P", partition) if fields[0].isdigit()]
-    return max(counts) if counts else None
-
-
-def partition_has_gpus(partition: Optional[str]) -> Optional[bool]:
-    """Whether any node of the partition has a GPU resource (None where sinfo does not say)."""
-    nodes = _sinfo("%G %P", partition)
-    return any("gpu" in fields[0] for fields in nodes) if nodes else None
-
-
-def _sinfo(fields: str, partition: Optional[str]) -> List[List[str]]:
-    try:
-        proc = subprocess.run(["sinfo", "-h", "-N", "-o", fields, *(["-p", partition] if partition else [])],
-                              capture_output=True, text=True)
-    except OSError:  # no SLURM here: a --dry-run elsewhere
-        return []
-    rows = [line.split() for line in proc.stdout.splitlines()]
-    return [row for row in rows if len(row) == 2 and (partition or row[1].endswith("*"))] if proc.returncode == 0 else []
-
-
-def job_state(job_id: str) -> str:
-    """A finished job's state, from scontrol (sacct needs accounting, which a small
-    cluster may not have)."""
-    fields = show_job(job_id)
-    state = fields.get("JobState", "(no longer known to slurmctld)")
-    restarts = fields.get("Restarts", "0")
-    return state + (f", restarted {restarts}x" if restarts != "0" else "")
-
-
-def show_job(job_id: str) -> Dict[str, str]:
-    """scontrol's fields of a job ({} once slurmctld has forgotten it, or where no SLURM answers)."""
-    try:
-        proc = subprocess.run(["scontrol", "--oneliner", "show", "job", job_id], capture_output=True, text=True)
-    except OSError:
-        return {}
-    return dict(re.findall(r"(\w+)=(\S*)", proc.stdout)) if proc.returncode == 0 else {}
-
-
-def ended_by_slurm(record: Optional[manifest.Record]) -> Optional[str]:
-    """Why a step's unfinished run ended where SLURM ended the job it ran in ("SLURM ended
-    its job 70: CANCELLED"): the step's own last words then are only where it was stopped.
-    None where SLURM did not, or no SLURM says."""
-    if record is None or record.status == "done" or not record.job_id:
-        return None
-    state = show_job(record.job_id).get("JobState")
-    return f"SLURM ended its job {record.job_id}: {state}" if state in ENDED_BY_SLURM else None
 
 
 def cancel(job_ids: Sequence[str]) -> Tuple[Dict[str, str], Dict[str, str]]:

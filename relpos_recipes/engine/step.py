@@ -17,7 +17,7 @@ symbolically, so a moved or copied folder, or another clone, is still done.
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Mapping, Optional, Pattern, Sequence, Tuple, Union
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST_DIR = ".steps"
@@ -102,11 +102,24 @@ class Resources:
 
 
 @dataclasses.dataclass(frozen=True)
+class ProgressFormat:
+    """How a step's output says how far it got, for the console's progress line (a training's,
+    a translation's): patterns whose first group is the updates made so far, the training loss
+    and the dev loss in an output line, and the updates it makes in all in its command."""
+
+    updates: Pattern[str]
+    loss: Pattern[str]
+    dev_loss: Pattern[str]
+    max_updates: Pattern[str]
+
+
+@dataclasses.dataclass(frozen=True)
 class Display:
     label: str = ""  # prefixes its output lines on the console; a progress line's name
     echo: bool = True  # whether its output lines go to the console (always to its log)
     title: str = ""  # what the console calls it (default: its name)
     log: Optional[Path] = None  # its output; default HOME/.steps/NAME.log (appended)
+    progress: Optional[ProgressFormat] = None  # how its output says how far it got (None: it does not)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -29,7 +29,7 @@ from .data import Prepared, band_folder, band_steps, preparation_and_test_sets, 
 from .demo import (TOY, DemoRun, add_run_options, demo_run, demo_training, refuse_unless_ours, train_step,
                    translate_steps)
 from .leaderboard import folder_corpus, tatoeba_corpus
-from .options import Parser, absolute, band_list, name_list
+from .options import RECIPE_ENVIRONMENT, Parser, absolute, band_list, name_list
 from .prepare import toy_parser, toy_preparation
 from .presets import TATOEBA_LIMIT
 
@@ -176,7 +176,8 @@ def bands_main(argv: Sequence[str]) -> int:
     if test_set not in corpus.test_sets and not (run_.data / "testsets" / test_set / "meta.env").is_file():
         raise StepError(f"--test-set {test_set}: no such test set in {run_.data / 'testsets'}")
     bands = Bands(run_, args.bands, args.test_bands, args.band_side, test_set, bootstrap=100 if args.quick else 1000)
-    launch = Launch.from_args("bands", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole())
+    launch = Launch.from_args("bands", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole(),
+                              environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()
     run(bands.graph(corpus.steps(run_)), launch)
     if launch.finishes_here:

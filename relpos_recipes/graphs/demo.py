@@ -17,7 +17,7 @@ from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import check_archs
 from .data import JOINED_SETS, preparation_and_test_sets
-from .options import DEFAULT_THREADS, Parser, absolute, folder, name_list, non_negative_int, positive_int
+from .options import DEFAULT_THREADS, RECIPE_ENVIRONMENT, Parser, absolute, folder, name_list, non_negative_int, positive_int
 from .prepare import toy_parser, toy_preparation
 from .reports import oracle_folder, system_options
 from .training import Training, Translation, visible_gpus
@@ -282,7 +282,8 @@ def demo_main(argv: Sequence[str]) -> int:
         for path in (run_.data, *(run_.out / system for system in run_.systems),
                      *(run_.out / "report" / test_set for test_set in run_.corpus.test_sets)):
             refuse_unless_ours(path)
-    launch = Launch.from_args("demo", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole())
+    launch = Launch.from_args("demo", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole(),
+                              environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()
     outcome = run(demo_graph(run_), launch)
     if launch.finishes_here:

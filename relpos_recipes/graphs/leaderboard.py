@@ -25,7 +25,7 @@ from .archs import all_archs, check_archs
 from .data import Concat, Prepared, concat_steps, preparation_and_test_sets, preparation_of
 from .demo import (TOY, Corpus, DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours,
                    train_step, translate_steps)
-from .options import absolute, positive_int
+from .options import RECIPE_ENVIRONMENT, absolute, positive_int
 from .prepare import (SMOKE_TATOEBA_PREPARE, smoke_slice, smoke_tatoeba_export, tatoeba_export,
                       tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation)
 from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
@@ -365,7 +365,7 @@ def leaderboard_main(argv: Sequence[str]) -> int:
                         patience=args.patience, cap=run_.updates, grids=grids)
     board = Leaderboard(run_, protocol)
     launch = Launch.from_args("leaderboard", argv, args, threads=run_.threads, gpus=run_.gpus,
-                              console=ProgressConsole())
+                              console=ProgressConsole(), environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()
     outcome = run(board.graph(corpus.steps(run_)), launch)
     if launch.finishes_here:

@@ -23,7 +23,7 @@ from . import tool
 from .archs import check_archs
 from .data import corpus_fetcher, preparation_and_test_sets
 from .demo import Corpus, DemoRun, add_run_options, demo_run, refuse_unless_ours, train_step, translate_steps
-from .options import Parser, name_list, positive_int
+from .options import RECIPE_ENVIRONMENT, Parser, name_list, positive_int
 from .prepare import corpus_preparation
 from .presets import (SCAN_BATCH_TOKENS, SCAN_LR, SCAN_MODEL, SCAN_OPTIMISATION, SCAN_SMOKE_EVERY,
                       SCAN_SMOKE_OPTIMISATION, SCAN_TRANSLATE, SMOKE_MODEL)
@@ -223,7 +223,8 @@ def scan_main(argv: Sequence[str]) -> int:
         for path in (first.out / split.name for split in scan.splits):
             refuse_unless_ours(path)
         refuse_unless_ours(first.out / "summary")
-    launch = Launch.from_args("scan", argv, args, threads=first.threads, gpus=first.gpus, console=ProgressConsole())
+    launch = Launch.from_args("scan", argv, args, threads=first.threads, gpus=first.gpus, console=ProgressConsole(),
+                              environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()
     run(scan.graph(), launch)
     if launch.finishes_here:

@@ -16,7 +16,8 @@ from . import tool
 from .archs import all_archs, check_archs, effective_labels
 from .data import Preparation, preparation_and_test_sets, refuse_foreign_work, wmt_fetcher
 from .demo import print_outputs, refuse_unless_ours
-from .options import DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int, positive_int
+from .options import (DEFAULT_THREADS, RECIPE_ENVIRONMENT, Parser, absolute, folder, log, name_list, non_negative_int,
+                      positive_int)
 from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, smoke_slice, smoke_tatoeba_export,
                       tatoeba_export, tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation, wmt_pair)
 from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS,
@@ -161,7 +162,8 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     for report in reports:
         report.systems += extra
     _label_by_effective_specs(reports, override)
-    launch = Launch.from_args(f"table{n}", argv, args, threads=run_.threads, gpus=run_.gpus)
+    launch = Launch.from_args(f"table{n}", argv, args, threads=run_.threads, gpus=run_.gpus,
+                              environment=RECIPE_ENVIRONMENT)
     run(study_graph(run_, reports, override), launch)
     if launch.finishes_here and os.environ.get("SKIP_REPORT") != "1":
         for report in reports:
@@ -375,7 +377,8 @@ def tatoeba_main(argv: Sequence[str]) -> int:
                     later=Later(reports, "the reports", preview=lambda: [
                         _tatoeba_report(work, out, test_set, {labels[a]: folders[a] for a in args.systems}, {},
                                         bootstrap, args.seed, args.oracle_length) for test_set in TATOEBA_SETS])))
-    launch = Launch.from_args("tatoeba", argv, args, threads=args.threads, gpus=gpus, console=ProgressConsole())
+    launch = Launch.from_args("tatoeba", argv, args, threads=args.threads, gpus=gpus, console=ProgressConsole(),
+                              environment=RECIPE_ENVIRONMENT)
     run(Graph(jobs, roots=[work, out]), launch)
     if launch.finishes_here:
         print_outputs(out / "report", TATOEBA_SETS, "report.md", "report.md, report.json, buckets.png, lengths.png")

@@ -14,17 +14,21 @@ import subprocess
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from ..engine import Display, Graph, Job, Launch, Out, Policy, Resources, Step, StepError, run
+from ..engine import Display, Graph, Job, Launch, Out, Policy, ProgressFormat, Resources, Step, StepError, run
 from ..engine import manifest
 from ..tools import option_value
 from ..tools.fairseq_train import FAIRSEQ_CHECKPOINTS, check_checkpoint, checkpoint_facts
 from . import PY, tool
 from .data import read_env
 from .options import Parser, absolute, fairseq_path, folder, non_negative_int, positive_int
+from relpos_analysis import fairseq_log
 
 TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, "
                    "or delete {manifest} to train on with these (fairseq resumes from checkpoint_last.pt)")
 PRECISIONS = ("auto", "fp32", "fp16", "amp")
+# how fairseq-train's and fairseq-generate's lines say how far they got, for the console's progress lines
+FAIRSEQ_PROGRESS = ProgressFormat(updates=fairseq_log.UPDATES, loss=fairseq_log.TRAIN_LOSS,
+                                  dev_loss=fairseq_log.DEV_LOSS, max_updates=fairseq_log.MAX_UPDATE)
 
 
 @dataclasses.dataclass
@@ -125,7 +129,8 @@ class Training:
                                       any(m.fullmatch(p.name) for m in made) for p in save.iterdir()),
                                   owns=(*FAIRSEQ_CHECKPOINTS, "train\\.log")),
                     resources=Resources(cpus=cpus, gpus=1 if gpus else 0, env=env),
-                    display=Display(label=label, title=f"train {label or self.arch}", log=save / "train.log"))
+                    display=Display(label=label, title=f"train {label or self.arch}", log=save / "train.log",
+                                    progress=FAIRSEQ_PROGRESS))
 
     def check(self) -> None:
         if self.precision == "bf16":
@@ -334,8 +339,8 @@ class Translation:
         env = {} if gpus else {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         return Step("translate", command, home=out, root=root, inputs=inputs,
                     resources=Resources(cpus=cpus, gpus=1 if gpus else 0, env=env),
-                    display=Display(label=label, log=out / "translate.log", title=f"translate {self.described}"
-                                                                                  + (f" with {label}" if label else "")))
+                    display=Display(label=label, log=out / "translate.log", progress=FAIRSEQ_PROGRESS,
+                                    title=f"translate {self.described}" + (f" with {label}" if label else "")))
 
     def scores_step(self, *, root: Optional[Path] = None, label: str = "") -> Step:
         """Each hypothesis's mean log2-probability per token (hyp.scores), from the

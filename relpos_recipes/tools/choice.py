@@ -8,7 +8,7 @@ from pathlib import Path
 from relpos_analysis import fairseq_log
 
 from ..engine import StepError, manifest
-from ..engine.slurm import ended_by_slurm
+from ..engine.manifest import ended_by_slurm
 
 
 def choose_lr(a) -> None:

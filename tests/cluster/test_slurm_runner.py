@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO_ROOT, cluster_report, poll_slurm, run_command as run
 from relpos_recipes.engine import Step, manifest, unfinished
-from relpos_recipes.engine.slurm import queue_state
+from relpos_recipes.engine.slurm_queue import queue_state
 from relpos_recipes.tools.choice import _grid_point
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
