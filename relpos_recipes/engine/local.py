@@ -21,10 +21,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from . import manifest, time_limit
 from .console import Console
 from .executor import Executor, Outcome
-from .graph import Graph, unique_steps
+from .graph import Graph
 from .lock import FolderLock
-from .plan import (Plan, changed_input, check_steps, plan, prerequisites, producer_scope, step_lock_path,
-                   step_state)
+from .plan import Plan, changed_input, plan, producer_scope, step_lock_path, step_state
 from .step import TEMP_PREFIX, Out, OutDir, Step, StepError, temporary_path
 
 GUARD = Path(__file__).resolve().parent / "guard.py"
@@ -67,10 +66,7 @@ class LocalRunner:
         planned = planned or plan(graph)
         planned.check_not_running()
         outcome = Outcome()
-        known: List[Step] = list(planned.steps)
-        upstream = dict(planned.upstream)
-        built = dict(planned.built)
-        unbuilt = list(planned.unbuilt)
+        schedule = planned.schedule()
         waiting: List[Step] = []
         self.console.plan_started(planned)
         for step in planned.steps:
@@ -86,39 +82,28 @@ class LocalRunner:
         stopping = _install_stop_handlers(self.time_limit)
 
         def failed_upstream(step):
-            return next((u for u in upstream[step] if u in outcome.failed or u in outcome.blocked), None)
+            return next((u for u in schedule.upstream[step] if u in outcome.failed or u in outcome.blocked), None)
 
         def build_laters() -> bool:
             """Builds each later part whose prerequisites have all finished; whether any was."""
-            nonlocal known, upstream
             grown = False
-            for job in list(unbuilt):
-                needed, waiting_jobs = prerequisites(job, built)
-                if waiting_jobs or not all(outcome.finished(s) for s in needed):
+            for job in list(schedule.unbuilt):
+                needed = schedule.ready(job, outcome.finished)
+                if needed is None:
                     continue
-                unbuilt.remove(job)
                 culprit = next((s for s in needed if s in outcome.failed or s in outcome.blocked), None)
                 if culprit is not None and not job.after_any:
                     outcome.blocked_jobs[job] = outcome.blocked.get(culprit, culprit)
-                    built[job] = []
+                    schedule.drop(job)
                     continue
-                new = [s for s in job.later.build() if s not in known]
-                built[job] = new
-                known = unique_steps(known, new)
-                upstream = check_steps(known)
-                scope = producer_scope(known)
-                pending = set(waiting) | set(running)
+                new = schedule.build(job)
                 self.console.replanned(job, new)
-                for step in [s for s in known if s in new]:
-                    state = step_state(step, [u for u in upstream[step] if u in pending], scope)
-                    if state.refusal:
-                        raise StepError(state.refusal)
+                for step, state in schedule.states(new, pending=[*waiting, *running]).items():
                     if state.done:
                         self.console.step_skipped(step, "done")
                         outcome.skipped.append(step)
                     else:
                         waiting.append(step)
-                        pending.add(step)
                 grown = True
             return grown
 
@@ -132,14 +117,14 @@ class LocalRunner:
                     outcome.blocked[step] = outcome.blocked.get(culprit, culprit)
                     continue
                 cpus = min(step.resources.cpus, self.threads)
-                if any(u in waiting or u in running for u in upstream[step]) or cpus > free_cpus:
+                if any(u in waiting or u in running for u in schedule.upstream[step]) or cpus > free_cpus:
                     continue
                 open_gpus = [g for g in range(self.gpus)
                              if self.jobs_per_gpu is None or gpu_load[g] < self.jobs_per_gpu]
                 if step.resources.gpus and self.gpus and not open_gpus:
                     continue
                 waiting.remove(step)
-                state = step_state(step, scope=producer_scope(known))  # its inputs are final now
+                state = step_state(step, scope=producer_scope(schedule.steps))  # its inputs are final now
                 if state.refusal:
                     raise StepError(state.refusal)
                 if state.done:
@@ -151,7 +136,7 @@ class LocalRunner:
                     gpu = min(open_gpus, key=lambda g: gpu_load[g])
                     gpu_load[gpu] += 1
                 free_cpus -= cpus
-                runner = RunningStep(step, self.console.step_line, self._env(step, gpu), producer_scope(known))
+                runner = RunningStep(step, self.console.step_line, self._env(step, gpu), producer_scope(schedule.steps))
                 self.console.step_started(step, state.reason)
                 thread = threading.Thread(target=_run_and_report, args=(runner, finished), daemon=True)
                 running[step] = (runner, thread, gpu)

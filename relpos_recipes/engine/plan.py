@@ -238,6 +238,10 @@ class Plan:
                 raise StepError(f"{step.description} is still running in {step.home} ({holder}); wait for it "
                                 "to end or stop it")
 
+    def schedule(self) -> "Schedule":
+        """A schedule that goes on from this plan (the plan itself stays as it is)."""
+        return Schedule(self.graph, list(self.steps), dict(self.upstream), dict(self.built), list(self.unbuilt))
+
     def steps_of(self, job: Job) -> List[Step]:
         return [*job.steps, *self.built.get(job, [])]
 
@@ -276,38 +280,75 @@ def prerequisites(job: Job, built: Dict[Job, List[Step]]) -> Tuple[List[Step], L
     return steps, unbuilt
 
 
+@dataclasses.dataclass
+class Schedule:
+    """The graph's steps as they become known: its jobs' steps, then each later part once what
+    it is built from has finished, with each step's upstream steps.  :func:`plan` builds the
+    later parts whose prerequisites are done, before any work; a local run (engine/local.py)
+    goes on from there, building each as its prerequisites finish."""
+
+    graph: Graph
+    steps: List[Step]
+    upstream: Dict[Step, List[Step]]
+    built: Dict[Job, List[Step]]
+    unbuilt: List[Job]  # the jobs whose later part is not built yet, in the graph's order
+
+    @classmethod
+    def of(cls, graph: Graph) -> "Schedule":
+        steps = unique_steps(*(job.steps for job in graph.jobs))
+        return cls(graph, steps, check_steps(steps), {}, [job for job in graph.jobs if job.later is not None])
+
+    def ready(self, job: Job, finished: Callable[[Step], bool]) -> Optional[List[Step]]:
+        """The steps ``job``'s later part is built after (:func:`prerequisites`) where it can
+        be built now: the later parts it waits for are built and each of them has ``finished``;
+        None while it cannot."""
+        needed, waiting = prerequisites(job, self.built)
+        return needed if not waiting and all(finished(step) for step in needed) else None
+
+    def build(self, job: Job) -> List[Step]:
+        """Builds ``job``'s later part; its steps that are new (a step another part declares
+        too is known once)."""
+        steps = list(job.later.build())
+        self.unbuilt.remove(job)
+        self.built[job] = steps
+        self.steps = unique_steps(self.steps, steps)
+        self.upstream = check_steps(self.steps)
+        built = set(steps)
+        return [step for step in self.steps if step in built]
+
+    def drop(self, job: Job) -> None:
+        """``job``'s later part will not be built (what it is built from failed)."""
+        self.unbuilt.remove(job)
+        self.built[job] = []
+
+    def states(self, steps: Sequence[Step], pending: Iterable[Step] = ()) -> Dict[Step, State]:
+        """The state of each of ``steps``, in the order they would run: a step runs where one
+        it reads from runs (is ``pending``, or one of ``steps`` that runs); a refusal raises
+        ``StepError`` here, before any work."""
+        scope = producer_scope(self.steps)
+        wanted, pending = set(steps), set(pending)
+        states = {}
+        for step in topological(self.steps, self.upstream):
+            if step not in wanted:
+                continue
+            state = step_state(step, [s for s in self.upstream[step] if s in pending], scope)
+            if state.refusal:
+                raise StepError(state.refusal)
+            if not state.done:
+                pending.add(step)
+            states[step] = state
+        return states
+
+
 def plan(graph: Graph) -> Plan:
     """Plans the whole graph: every step's state in order, each later part built where what
     it reads is final; refusals raise ``StepError`` here, before any work."""
-    built: Dict[Job, List[Step]] = {}
+    schedule = Schedule.of(graph)
     while True:
-        steps = unique_steps(*(job.steps for job in graph.jobs), *built.values())
-        upstream = check_steps(steps)
-        states = states_in_order(steps, upstream)
-        buildable = []
-        for job in graph.jobs:
-            if job.later is None or job in built:
-                continue
-            needed, waiting = prerequisites(job, built)
-            if not waiting and all(states[s].done for s in needed):
-                buildable.append(job)
+        states = schedule.states(schedule.steps)
+        buildable = [job for job in schedule.unbuilt if schedule.ready(job, lambda step: states[step].done) is not None]
         if not buildable:
-            order = topological(steps, upstream)
-            return Plan(graph, order, states, upstream, built,
-                        [job for job in graph.jobs if job.later is not None and job not in built])
+            return Plan(graph, topological(schedule.steps, schedule.upstream), states, schedule.upstream,
+                        schedule.built, schedule.unbuilt)
         for job in buildable:
-            built[job] = list(job.later.build())
-
-
-def states_in_order(steps: Sequence[Step], upstream: Dict[Step, List[Step]]) -> Dict[Step, State]:
-    scope = producer_scope(steps)
-    pending: Set[Step] = set()
-    states = {}
-    for step in topological(steps, upstream):
-        state = step_state(step, [s for s in upstream[step] if s in pending], scope)
-        if state.refusal:
-            raise StepError(state.refusal)
-        if not state.done:
-            pending.add(step)
-        states[step] = state
-    return states
+            schedule.build(job)

@@ -250,7 +250,8 @@ class Submitter:
                 quiet = quiet + 1 if not remaining else 0
                 if quiet == 2:
                     break
-                never = [(job_id, NEVER_STARTS[reason]) for job_id, reason in remaining.items() if reason in NEVER_STARTS]
+                never = [(job_id, NEVER_STARTS[reason]) for job_id, reason in remaining.items()
+                         if reason in NEVER_STARTS]
                 for job_id, why in never:
                     console.log(f"cancelling job {job_id}: {why} (see scontrol show job {job_id})")
                 if never:
