@@ -68,6 +68,7 @@ setup(
     # model (xdist_group) would each train it on every worker
     extras_require={"test": ["pytest<9.2", "pytest-xdist"]},
     entry_points={"console_scripts": ["relpos-report=relpos_analysis.report:main",
-                                      "relpos-leaderboard=relpos_analysis.leaderboard:main"]},
+                                      "relpos-leaderboard=relpos_analysis.leaderboard:main",
+                                      "relpos-bands=relpos_analysis.bands:main"]},
     cmdclass={"build_py": BuildPyWithStartupPth, "editable_wheel": EditableWheelWithStartupPth},
 )

@@ -2,20 +2,22 @@
 2021, "Sequence length is a domain"): every train band x test band, BLEU and the failure
 columns with 95% bootstrap intervals, in every format, and a heatmap with the diagonal marked.
 
-    python -m relpos_analysis.bands --ref test.en --length-file test/longer-side \\
+    relpos-bands --ref test.en --length-file test/longer-side \\
         --train-bands 1:10,11:20,21:30 [--test-bands 1:10,...,31:40] \\
         --system abs=abs-1-10/hyp.txt,abs-11-20/hyp.txt,abs-21-30/hyp.txt --system rel=... \\
         --out-dir bands/
 
-A system gives a file per train band, in --train-bands' order.  The files are written when
+(``python -m relpos_analysis.bands`` where the package is not installed.)  A system gives a
+file per train band, in --train-bands' order.  The files are written when
 everything is computed (all or nothing), then the markdown tables go to stdout; bad input is
 a one-line ``error: ...`` on stderr (exit status 2), before any scoring.  The model, the
 tables and the heatmap are relpos_analysis.band_matrix's.
 """
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import band_matrix
 from .buckets import Bucket, parse_bands
@@ -23,11 +25,9 @@ from .cache import StatisticsCache, default_directory
 from .cli import Parser, check_outputs, every_system_or_none, run_command
 from .evaluate import ScoringOptions
 from .failures import SHORT_RATIO
-from .io import InputError, check_parallel, parse_named_lists, read_lines, read_segments
-from .lengths import whitespace_lengths
+from .inputs import InputFiles, read_inputs, segmented_lengths
+from .io import InputError, parse_named_lists
 from .metrics import METRICS, TOKENIZERS, parse_metrics
-from .segment_scores import read_log_probs
-from .textcheck import check_no_subword_markers, check_segmented
 
 OUT_DIR_NAMES = {"markdown": "bands.md", "json": "bands.json", "csv": "bands.csv", "latex": "bands.tex",
                  "heatmap": "heatmap"}  # heatmap.png and heatmap.pdf
@@ -82,63 +82,74 @@ def bands_option(text: str, option: str) -> List[Bucket]:
 
 
 def main(argv=None) -> int:
-    return run_command(build_parser, run, argv)
+    return run_command(build_parser, BandsRequest.from_args, run, argv)
 
 
-def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
-    """The markdown tables and the output files."""
-    train_bands = bands_option(args.train_bands, "--train-bands")
-    test_bands = bands_option(args.test_bands, "--test-bands") if args.test_bands else train_bands
-    files = dict(parse_named_lists(args.system, "--system", "NAME=F,F,..."))
-    for name, paths in files.items():
-        if len(paths) != len(train_bands):
-            raise InputError(f"--system {name}: {len(paths)} files for the {len(train_bands)} --train-bands; "
-                             "expected one per band, in their order")
-    score_files = every_system_or_none(args.system_scores, "--system-scores",
-                                       {name: len(train_bands) for name in files}, per_seed=True)
-    targets = {kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()} if args.out_dir else {}
-    outputs = [(f"--out-dir ({path.name})", path) for kind, path in targets.items() if kind != "heatmap"]
-    outputs += [("--out-dir (heatmap)", targets["heatmap"].with_suffix(f".{fmt}")) for fmt in HEATMAP_FORMATS
-                if "heatmap" in targets]
-    inputs = [("--ref", Path(args.ref)), ("--length-file", Path(args.length_file))]
-    inputs += [(f"--system {name}", Path(path)) for name, paths in files.items() for path in paths]
-    inputs += [(f"--system-scores {name}", Path(path)) for name, paths in score_files.items() for path in paths]
-    check_outputs(outputs, inputs)
-    options = ScoringOptions(metrics=tuple(parse_metrics(args.metrics)), tokenize=args.tokenize,
-                             lowercase=args.lowercase, target_lang=args.target_lang, n_bootstrap=args.bootstrap,
-                             seed=args.seed, short_ratio=args.short_ratio, workers=args.workers,
-                             cache=None if args.no_cache else StatisticsCache(args.cache_dir or default_directory()))
-    options.check()
+@dataclass(frozen=True)
+class BandsRequest:
+    """A band matrix as the command line asks for it, parsed and checked before any input is read."""
+    files: InputFiles  # a system's files (and --system-scores') one per train band
+    train_bands: List[Bucket]
+    test_bands: List[Bucket]
+    targets: Dict[str, Path]  # output kind -> its path (the heatmap's without its format)
+    options: ScoringOptions
+    allow_subwords: bool
+    title: Optional[str]
 
-    reference = read_segments(args.ref, "reference", "--ref")
-    length_lines = read_lines(args.length_file, "--length-file")
-    check_segmented(args.length_file, length_lines, "its whitespace tokens are no length: give the segmented text")
-    hypotheses = {name: [read_segments(path, "system", f"--system {name}") for path in paths]
-                  for name, paths in files.items()}
-    scores = {name: [read_log_probs(path, f"--system-scores {name}") for path in paths]
-              for name, paths in score_files.items()}
-    parallel = [(args.ref, reference), (args.length_file, length_lines)]
-    parallel += [(path, hyps) for name, paths in files.items() for path, hyps in zip(paths, hypotheses[name])]
-    parallel += [(path, values) for name, paths in score_files.items() for path, values in zip(paths, scores[name])]
-    check_parallel(parallel)
-    if not args.allow_subwords:
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "BandsRequest":
+        train_bands = bands_option(args.train_bands, "--train-bands")
+        test_bands = bands_option(args.test_bands, "--test-bands") if args.test_bands else train_bands
+        files = dict(parse_named_lists(args.system, "--system", "NAME=F,F,..."))
         for name, paths in files.items():
-            for path, hyps in zip(paths, hypotheses[name]):
-                check_no_subword_markers(path, hyps)
+            if len(paths) != len(train_bands):
+                raise InputError(f"--system {name}: {len(paths)} files for the {len(train_bands)} --train-bands; "
+                                 "expected one per band, in their order")
+        score_files = every_system_or_none(args.system_scores, "--system-scores",
+                                           {name: len(train_bands) for name in files}, per_seed=True)
+        targets = {kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()} if args.out_dir else {}
+        outputs = [(f"--out-dir ({path.name})", path) for kind, path in targets.items() if kind != "heatmap"]
+        outputs += [("--out-dir (heatmap)", targets["heatmap"].with_suffix(f".{fmt}")) for fmt in HEATMAP_FORMATS
+                    if "heatmap" in targets]
+        inputs = InputFiles(references=(args.ref,), length_file=args.length_file,
+                            systems={name: tuple(paths) for name, paths in files.items()},
+                            log_probs={name: tuple(paths) for name, paths in score_files.items()})
+        check_outputs(outputs, inputs.named())
+        options = ScoringOptions(metrics=tuple(parse_metrics(args.metrics)), tokenize=args.tokenize,
+                                 lowercase=args.lowercase, target_lang=args.target_lang, n_bootstrap=args.bootstrap,
+                                 seed=args.seed, short_ratio=args.short_ratio, workers=args.workers,
+                                 cache=None if args.no_cache else StatisticsCache(args.cache_dir or default_directory()))
+        options.check()
+        return cls(files=inputs, train_bands=train_bands, test_bands=test_bands, targets=targets, options=options,
+                   allow_subwords=args.allow_subwords, title=args.title)
+
+
+def run(request: BandsRequest) -> Tuple[str, Dict[Path, bytes]]:
+    """The markdown tables and the output files."""
+    texts = read_inputs(request.files, request.allow_subwords)
+    lengths = segmented_lengths(texts.given)
+    options = request.options
     if options.cache is not None:
         options.cache.create()
-    lengths = whitespace_lengths(length_lines)
-    matrices = [band_matrix.band_matrix(name, lengths, [reference], hypotheses[name], train_bands, test_bands,
-                                        options, scores.get(name)) for name in files]
-    markdown = band_matrix.markdown(matrices, args.title)
+    reference = texts.references[0].lines
+    matrices = [band_matrix.band_matrix(name, lengths, [reference], [text.lines for text in seeds],
+                                        request.train_bands, request.test_bands, options, texts.log_probs.get(name))
+                for name, seeds in texts.systems.items()]
+    return _rendered(request, matrices)
+
+
+def _rendered(request: BandsRequest, matrices) -> Tuple[str, Dict[Path, bytes]]:
+    title, targets = request.title, request.targets
+    markdown = band_matrix.markdown(matrices, title)
     contents: Dict[Path, bytes] = {}
     if targets:
         contents[targets["markdown"]] = markdown.encode("utf-8")
-        contents[targets["json"]] = band_matrix.json_text(matrices, args.title).encode("utf-8")
+        contents[targets["json"]] = band_matrix.json_text(matrices, title).encode("utf-8")
         contents[targets["csv"]] = band_matrix.csv_text(matrices).encode("utf-8")
-        contents[targets["latex"]] = band_matrix.latex(matrices, args.title).encode("utf-8")
-        metric = "bleu" if "bleu" in options.metrics else options.metrics[0]
-        for fmt, data in band_matrix.heatmap(matrices, metric, args.title, HEATMAP_FORMATS).items():
+        contents[targets["latex"]] = band_matrix.latex(matrices, title).encode("utf-8")
+        metrics = request.options.metrics
+        metric = "bleu" if "bleu" in metrics else metrics[0]
+        for fmt, data in band_matrix.heatmap(matrices, metric, title, HEATMAP_FORMATS).items():
             contents[targets["heatmap"].with_suffix(f".{fmt}")] = data
     return markdown, contents
 

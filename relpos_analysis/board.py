@@ -22,13 +22,13 @@ import numpy as np
 
 from .buckets import Bucket, bucket_members
 from .evaluate import (
-    Change, LengthReport, MetricResult, ScoringOptions, check_baseline, check_resampling, evaluate_by_length,
+    Change, LengthReport, MetricResult, ScoringOptions, build_scorers, check_baseline, check_oracles, check_resampling,
+    evaluate_by_length,
 )
 from .failures import FAILURES, LOG_PROB
-from .failures import signature as failure_signature
 from .fairseq_log import FAIRSEQ_TRAIN_LINE, LEARNING_RATE, PARAMETERS, UPDATES, UPDATES_PER_SECOND
 from .io import InputError
-from .metrics import EXACT, LOWER_IS_BETTER, exact_signature, segment_signature, sentence_statistics, signature
+from .metrics import LOWER_IS_BETTER, scorer_signature, sentence_statistics
 from .metrics import METRICS as ALL_METRICS
 
 METRICS = ("bleu", "ter")
@@ -236,11 +236,57 @@ def build_board(
     one list per seed (see evaluate_by_length); ``log_probs`` each system's mean
     log2-probability per token of each translation, one list per seed.
     """
-    failures, training = dict(failures or {}), dict(training or {})
-    segment_scores = dict(segment_scores or {})
-    oracles = dict(oracles or {})
     check_board_metrics(metrics, rank_metric)
     options = dataclasses.replace(options, metrics=tuple(metrics), train_limit=train_limit)
+    inputs = _checked_inputs(lengths, references, systems, options, baseline, failures, segment_scores, log_probs,
+                             oracles, learned_threshold)
+    tested = options.n_bootstrap > 0 and inputs.baseline_failure is None
+    within, beyond = halves = [Bucket(0, train_limit), Bucket(train_limit + 1, None)]
+    scoring = _BoardScoring(references, buckets, halves, options, inputs.per_system)
+    reports = _reports(scoring, inputs, tested)
+    failure_metrics = list(FAILURES) + ([LOG_PROB] if log_probs is not None else [])
+    metrics = list(metrics) + list(inputs.segment_scores)
+    rows = _rows(inputs, reports, buckets, halves, metrics + failure_metrics, dict(training or {}),
+                 learned_threshold)
+    _rank(rows, rank_metric)
+    resampling = {"bs": options.n_bootstrap, "seed": options.seed} if tested else {}
+    signatures = {metric: scorer_signature(scorer, **resampling)
+                  for metric, scorer in build_scorers(options, 1, inputs.segment_scores, failure_metrics).items()}
+    # the sizes the tables show: the buckets' (the first system's first seed's, where each has its own)
+    sizes_of = ((next(iter(inputs.seed_lengths.values()))[0] if inputs.seed_lengths else []) if inputs.per_system
+                else list(lengths))
+    return Board(
+        baseline=inputs.baseline, train_limit=train_limit, buckets=list(buckets),
+        sizes=[len(members) for members in bucket_members(sizes_of, buckets)],
+        within=within, within_size=sum(length <= train_limit for length in sizes_of),
+        beyond=beyond, beyond_size=sum(length > train_limit for length in sizes_of), rows=rows,
+        n_bootstrap=options.n_bootstrap, seed=options.seed, signatures=signatures, metrics=metrics,
+        learned_threshold=learned_threshold, baseline_failure=inputs.baseline_failure,
+        failure_metrics=failure_metrics, buckets_per_system=inputs.per_system, rank_metric=rank_metric,
+    )
+
+
+@dataclass(frozen=True)
+class _BoardInputs:
+    """build_board's inputs, checked: ``names`` the board's systems (those with translations,
+    then those only failed), ``seed_lengths`` each system's lengths per seed,
+    ``per_seed_inputs`` the per-sentence inputs (metric or LOG_PROBS -> system -> values per
+    seed)."""
+    names: List[str]
+    systems: Dict[str, List[List[str]]]
+    baseline: str
+    baseline_failure: Optional[str]  # why the baseline has no translations
+    failures: Dict[str, str]
+    seed_lengths: Dict[str, List[List[int]]]
+    per_system: bool
+    segment_scores: Dict[str, Dict[str, List[Sequence[float]]]]
+    per_seed_inputs: Dict[str, Dict[str, List[Sequence[float]]]]
+    oracles: Dict[str, str]
+
+
+def _checked_inputs(lengths, references, systems, options, baseline, failures, segment_scores, log_probs, oracles,
+                    learned_threshold) -> _BoardInputs:
+    failures, segment_scores, oracles = dict(failures or {}), dict(segment_scores or {}), dict(oracles or {})
     names = list(systems) + [name for name in failures if name not in systems]
     if not names:
         raise InputError("no system to put on the board")
@@ -263,55 +309,71 @@ def build_board(
     for name, seeds in systems.items():
         if len(seed_lengths[name]) != len(seeds):
             raise InputError(f"{len(seed_lengths[name])} files of lengths for {name}, which has {len(seeds)} seeds")
-    for oracle, free in oracles.items():
-        if oracle not in systems or free not in systems or free in oracles:
-            raise InputError(f"oracle-length system {oracle!r} of {free!r}: both need translations, and the free "
-                             "one is no oracle-length decoding itself")
-        if len(systems[oracle]) != len(systems[free]):
-            raise InputError(f"{oracle} has {len(systems[oracle])} seeds, the oracle-length decoding of {free}'s "
-                             f"{len(systems[free])}: seed k of one decodes seed k of the other")
-    baseline_failure = None if baseline in systems else failures[baseline]
-    tested = options.n_bootstrap > 0 and baseline_failure is None
+    check_oracles(oracles, {name: len(seeds) for name, seeds in systems.items()})
     if options.n_bootstrap > 0:
         pooled_sentences = len(references) * max((len(seeds) for seeds in systems.values()), default=0)
         check_resampling(options.n_bootstrap, 1, options.seed, pooled_sentences)
-    metrics = list(metrics) + list(segment_scores)
-    within, beyond = halves = [Bucket(0, train_limit), Bucket(train_limit + 1, None)]
+    return _BoardInputs(names=names, systems=systems, baseline=baseline,
+                        baseline_failure=None if baseline in systems else failures[baseline], failures=failures,
+                        seed_lengths=seed_lengths, per_system=per_system, segment_scores=segment_scores,
+                        per_seed_inputs=per_seed_inputs, oracles=oracles)
+
+
+@dataclass(frozen=True)
+class _BoardReports:
+    """The evaluations a board's cells are read from: ``per_seed[name]`` each seed's (on the
+    buckets, on the halves), ``pooled[name]`` the pooled test's with the baseline (a list of
+    none without tests), ``families[free]`` a free system's and its oracle-length
+    decoding's seeds pooled (their drops and the oracle's gains)."""
+    per_seed: Dict[str, list]
+    pooled: Dict[str, list]
+    families: Dict[str, LengthReport]
+
+
+def _reports(scoring: "_BoardScoring", inputs: _BoardInputs, tested: bool) -> _BoardReports:
+    """Each seed's sentence statistics computed once (in ``options.workers`` processes), and
+    every evaluation of the board from them."""
+    systems, seed_lengths, per_seed_inputs = inputs.systems, inputs.seed_lengths, inputs.per_seed_inputs
+    options = scoring.options
     seeds = _seeds(systems, seed_lengths, per_seed_inputs)
-    stats = [sentence_statistics(options.metric_configs(), [references], hyps, options.workers)
+    stats = [sentence_statistics(options.metric_configs(), [scoring.references], hyps, options.workers)
              for hyps, _, _ in seeds]  # [seed k][metric][system]: sentences x statistics
-    scoring = _BoardScoring(references, buckets, halves, options, per_system)
-    per_seed = _per_seed_reports(scoring, seeds, stats)
-    pooled = (_pooled_tests(scoring, systems, seed_lengths, per_seed_inputs, baseline, stats)
-              if tested else {name: [] for name in systems})
-    families = _pooled_families(scoring, systems, seed_lengths, per_seed_inputs, oracles, stats)
-    failure_metrics = list(FAILURES) + ([LOG_PROB] if log_probs is not None else [])
-    all_metrics = metrics + failure_metrics
+    return _BoardReports(
+        per_seed=_per_seed_reports(scoring, seeds, stats),
+        pooled=(_pooled_tests(scoring, systems, seed_lengths, per_seed_inputs, inputs.baseline, stats)
+                if tested else {name: [] for name in systems}),
+        families=_pooled_families(scoring, systems, seed_lengths, per_seed_inputs, inputs.oracles, stats))
+
+
+def _rows(inputs: _BoardInputs, reports: _BoardReports, buckets, halves, metrics, training,
+          learned_threshold) -> List[BoardRow]:
+    """A row per system, unranked: its cells, training, retention, learned verdict, drops
+    and oracle-length gains; a failed system's row has its failure only."""
+    baseline, oracles = inputs.baseline, inputs.oracles
     base_time = training.get(baseline, TrainingInfo()).seconds_per_update
     rows = []
-    for name in names:
+    for name in inputs.names:
         info = training.get(name, TrainingInfo())
         ratio = (info.seconds_per_update / base_time
                  if info.seconds_per_update and base_time else None)
-        if name not in systems:
-            rows.append(BoardRow(name, 0, [], None, info, ratio, failures[name]))
+        if name not in inputs.systems:
+            rows.append(BoardRow(name, 0, [], None, info, ratio, inputs.failures[name]))
             continue
-        reports = per_seed[name]
+        per_seed, pooled = reports.per_seed[name], reports.pooled[name]
         within_cell, beyond_cell = (
-            _cell([r[1] for r in reports], [p[1] for p in pooled[name]], half, name, baseline, all_metrics)
+            _cell([r[1] for r in per_seed], [p[1] for p in pooled], half, name, baseline, metrics)
             for half in halves)
         within_bleu = within_cell.scores["bleu"]
-        family = families[oracles.get(name, name)]
+        family = reports.families[oracles.get(name, name)]
         rows.append(BoardRow(
             system=name,
-            seeds=len(systems[name]),
-            cells=[_cell([r[0] for r in reports], [p[0] for p in pooled[name]], bucket, name,
-                         baseline, all_metrics)
+            seeds=len(inputs.systems[name]),
+            cells=[_cell([r[0] for r in per_seed], [p[0] for p in pooled], bucket, name, baseline, metrics)
                    for bucket in buckets],
             beyond=beyond_cell,
             training=info,
             step_time_ratio=ratio,
-            failure=failures.get(name),
+            failure=inputs.failures.get(name),
             within=within_cell,
             retention=_retention(within_bleu, beyond_cell.scores["bleu"]),
             learned=(within_bleu.mean >= learned_threshold
@@ -321,26 +383,7 @@ def build_board(
             oracle_gains={bucket: gains for (system, bucket), gains in family.oracle_gains.items()
                           if system == name},
         ))
-    _rank(rows, rank_metric)
-    resampling = {"bs": options.n_bootstrap, "seed": options.seed} if tested else {}
-    signatures = {config.name: signature(config, 1, **resampling) for config in options.metric_configs()}
-    if EXACT in options.metrics:
-        signatures[EXACT] = exact_signature(options.lowercase, **resampling)
-    signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
-    tokenizer = options.metric_configs()[0].build().tokenizer_signature  # BLEU's: the failure columns' tokens
-    signatures.update({metric: failure_signature(metric, tokenizer, options.short_ratio, **resampling)
-                       for metric in failure_metrics})
-    # the sizes the tables show: the buckets' (the first system's first seed's, where each has its own)
-    sizes_of = (next(iter(seed_lengths.values()))[0] if seed_lengths else []) if per_system else list(lengths)
-    return Board(
-        baseline=baseline, train_limit=train_limit, buckets=list(buckets),
-        sizes=[len(members) for members in bucket_members(sizes_of, buckets)],
-        within=within, within_size=sum(length <= train_limit for length in sizes_of),
-        beyond=beyond, beyond_size=sum(length > train_limit for length in sizes_of), rows=rows,
-        n_bootstrap=options.n_bootstrap, seed=options.seed, signatures=signatures, metrics=metrics,
-        learned_threshold=learned_threshold, baseline_failure=baseline_failure,
-        failure_metrics=failure_metrics, buckets_per_system=per_system, rank_metric=rank_metric,
-    )
+    return rows
 
 
 def check_board_metrics(metrics: Sequence[str], rank_metric: str) -> None:

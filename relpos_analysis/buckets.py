@@ -16,6 +16,12 @@ from .io import InputError
 DEFAULT_EDGES = (25, 50, 75, 100)
 
 
+def default_edges(train_limit: Optional[int]) -> List[int]:
+    """The edges of a report's or a board's buckets where none are given: the study's
+    DEFAULT_EDGES, or with a training limit limit_edges."""
+    return list(DEFAULT_EDGES) if train_limit is None else limit_edges(train_limit)
+
+
 def limit_edges(limit: int) -> List[int]:
     """The default edges of a report given a training limit: within the limit, then up to 1.5,
     2 and 3 times it, and beyond."""

@@ -1,4 +1,4 @@
-"""What the package's commands (relpos_analysis.report, relpos_analysis.leaderboard) share: one-line
+"""What the package's commands (relpos_analysis.report, .leaderboard and .bands) share: one-line
 errors with exit status 2, outputs checked before any work, the files written before the
 table is printed, and the options of the failure columns, oracle-length decoding and the
 side lengths are counted on."""
@@ -7,12 +7,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple, TypeVar
 
 from .failures import SHORT_RATIO
 from .io import InputError, parse_named, parse_named_lists, write_files
 
 LENGTH_SIDES = ("source", "reference", "hypothesis", "longer")
+Request = TypeVar("Request")
 
 
 class Parser(argparse.ArgumentParser):
@@ -23,16 +24,18 @@ class Parser(argparse.ArgumentParser):
 
 
 def run_command(parser_factory: Callable[[], argparse.ArgumentParser],
-                compute: Callable[[argparse.Namespace], Tuple[str, Dict[Path, bytes]]],
+                request_from_args: Callable[[argparse.Namespace], Request],
+                compute: Callable[[Request], Tuple[str, Dict[Path, bytes]]],
                 argv=None) -> int:
-    """Parse ``argv``, ``compute`` (markdown, files), write the files, print the markdown.
+    """Parse ``argv`` into a command's request (its options checked once, before any input
+    is read), ``compute`` (markdown, files) from it, write the files, print the markdown.
 
     The files come first, so that a reader that stops early (``| head``) costs none of
     them; files that cannot be written still leave the table on stdout, then the error.
     """
     try:
-        args = parser_factory().parse_args(argv)
-        markdown, outputs = compute(args)
+        request = request_from_args(parser_factory().parse_args(argv))
+        markdown, outputs = compute(request)
     except InputError as err:
         return _failed(err)
     try:
@@ -152,28 +155,6 @@ def every_system_or_none(specs: Sequence[str], option: str, seeds: Dict[str, int
         if len(paths) != seeds[name]:
             raise InputError(f"{option} {name}: {len(paths)} files for the {seeds[name]} seeds of --system {name}")
     return files
-
-
-def check_oracles(pairs: Sequence[Tuple[str, str]], seeds: Dict[str, int]) -> Dict[str, str]:
-    """``--oracle-decoding ORACLE=FREE`` pairs as {oracle: free}: both systems given (``seeds``:
-    name -> its number of seeds) with as many seeds, FREE no oracle-length decoding itself,
-    one oracle-length decoding per free system."""
-    oracles = dict(pairs)
-    for oracle, free in oracles.items():
-        unknown = [name for name in (oracle, free) if name not in seeds]
-        if unknown:
-            raise InputError(f"--oracle-decoding {oracle}={free}: {unknown[0]!r} is no --system")
-        if oracle == free or free in oracles:
-            raise InputError(f"--oracle-decoding {oracle}={free}: FREE must be a freely decoded system, "
-                             "not itself or another oracle-length one")
-        if seeds[oracle] != seeds[free]:
-            raise InputError(f"--oracle-decoding {oracle}={free}: {seeds[oracle]} files for {seeds[free]} seeds; "
-                             f"seed k of {oracle} decodes seed k of {free}")
-    frees = list(oracles.values())
-    twice = sorted({free for free in frees if frees.count(free) > 1})
-    if twice:
-        raise InputError(f"--oracle-decoding gives {', '.join(twice)} more than one oracle-length decoding")
-    return oracles
 
 
 def length_side(args, side: str) -> str:

@@ -14,9 +14,9 @@ from .buckets import Bucket, bucket_members
 from .cache import StatisticsCache
 from .io import InputError, check_parallel
 from .metrics import (
-    DEFAULT_METRICS, EXACT, LOWER_IS_BETTER, METRICS, SACREBLEU_METRICS, MetricConfig, SegmentMean, corpus_score, exact_matches,
-    exact_signature, length_ratio, scores_from_sums, segment_signature, segment_statistics, sentence_statistics,
-    signature,
+    DEFAULT_METRICS, EXACT, LOWER_IS_BETTER, METRICS, SACREBLEU_METRICS, MetricConfig, SegmentMean, corpus_score,
+    exact_description, exact_matches, length_ratio, scorer_signature, scores_from_sums, segment_statistics,
+    sentence_statistics,
 )
 
 PAIRED_TESTS = ("bs", "ar")
@@ -259,6 +259,53 @@ def evaluate_by_length(
     segment_scores = dict(segment_scores or {})
     oracles = dict(oracles or {})
     per_system = isinstance(lengths, Mapping)
+    system_lengths = _checked_inputs(lengths, references, systems, options, segment_scores, log_probs, oracles)
+    check_baseline(baseline, names)
+    baseline = names[0] if baseline is None else baseline
+    options.check(len(references[0]))
+
+    failure_metrics = list(failures.FAILURES) + ([failures.LOG_PROB] if log_probs is not None else [])
+    scorers = build_scorers(options, len(references), segment_scores, failure_metrics)
+    stats = _statistics(scorers, options, references, systems, segment_scores, log_probs, statistics)
+
+    start_time = time.perf_counter()
+    scoring = _SubsetScoring(names, baseline, scorers, stats, options)
+    members = {name: bucket_members(system_lengths[name], buckets) for name in names}
+    cells = _cells(scoring, buckets, members, per_system)
+    drops = _drops(scoring, names, system_lengths, buckets, options.train_limit, per_system)
+    oracle_gains = _oracle_gains(scoring, oracles, buckets, members)
+    if options.progress is not None:
+        stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in scoring.seconds.items())
+        options.progress(f"scores of {len(buckets) + 1} sentence sets: {time.perf_counter() - start_time:.1f} s"
+                         + (f" ({stages})" if stages else ""))
+
+    return LengthReport(
+        systems=names,
+        baseline=baseline,
+        buckets=list(buckets),
+        sizes={name: [len(indices) for indices in members[name]] for name in names},
+        lengths=system_lengths,
+        metrics=list(options.metrics) + list(segment_scores),
+        signatures={metric: scorer_signature(scorer, **options.resampling) for metric, scorer in scorers.items()},
+        paired_test=options.paired_test,
+        n_bootstrap=options.n_bootstrap,
+        ar_trials=options.ar_trials,
+        seed=options.seed,
+        cells=cells,
+        failure_metrics=failure_metrics,
+        buckets_per_system=per_system,
+        train_limit=options.train_limit,
+        drops=drops,
+        oracles=oracles,
+        oracle_gains=oracle_gains,
+    )
+
+
+def _checked_inputs(lengths, references, systems, options, segment_scores, log_probs, oracles) -> Dict[str, List[int]]:
+    """Each system's lengths (every system's the same unless ``lengths`` gives each its own),
+    after refusing inputs that are not one set of sentences."""
+    names = list(systems)
+    per_system = isinstance(lengths, Mapping)
     system_lengths = ({name: list(lengths[name]) for name in names if name in lengths} if per_system
                       else {name: list(lengths) for name in names})
     parallel = [(f"reference {k + 1}", stream) for k, stream in enumerate(references)]
@@ -276,16 +323,43 @@ def evaluate_by_length(
     if log_probs is not None:
         _check_every_system(log_probs, names, "log-probabilities")
         parallel += [(f"log-probabilities of {name}", log_probs[name]) for name in names]
-    for oracle, free in oracles.items():
-        if oracle not in systems or free not in systems or oracle == free:
-            raise InputError(f"oracle-length system {oracle!r} of {free!r}: both must be systems of the report, "
-                             "and not the same one")
+    check_oracles(oracles, {name: 1 for name in names}, system="system of the report")
     check_parallel(parallel)
-    check_baseline(baseline, names)
-    baseline = names[0] if baseline is None else baseline
-    n_sentences = len(references[0])
-    options.check(n_sentences)
+    return system_lengths
 
+
+def build_scorers(options: ScoringOptions, n_references: int, segment_metrics: Sequence[str] = (),
+                  failure_metrics: Sequence[str] = ()) -> Dict[str, object]:
+    """Every metric's scorer, in the report's order: sacrebleu's (knowing ``n_references``,
+    which their signatures show), exact match, the metrics computed elsewhere
+    (``segment_metrics``) and the failure columns; each gives its signature as sacrebleu's
+    metrics do (metrics.scorer_signature)."""
+    scorers = {}
+    for config in options.metric_configs():
+        scorers[config.name] = config.build()
+        # sacrebleu learns the number of references while caching them, which happens in the workers
+        scorers[config.name].num_refs = n_references
+    if EXACT in options.metrics:
+        scorers[EXACT] = SegmentMean(EXACT, exact_description(options.lowercase))
+    scorers.update({metric: SegmentMean(metric) for metric in segment_metrics})
+    if failure_metrics:
+        # the failure columns count the tokens of BLEU's tokenizer
+        tokenizer = bleu_tokenizer(options).tokenizer_signature
+        scorers.update({metric: SegmentMean(metric, failures.description(metric, tokenizer, options.short_ratio))
+                        for metric in failure_metrics})
+    return scorers
+
+
+def bleu_tokenizer(options: ScoringOptions):
+    """The BLEU metric whose tokenizer the failure columns count tokens with."""
+    return MetricConfig("bleu", options.tokenize, options.lowercase, options.target_lang).build()
+
+
+def _statistics(scorers, options, references, systems, segment_scores, log_probs, statistics):
+    """``stats[metric][system]``: sentences x the metric's statistics, for every scorer.
+    sacrebleu's are computed (see ScoringOptions) unless ``statistics`` gives them."""
+    names = list(systems)
+    n_sentences = len(references[0])
     configs = options.metric_configs()
     if statistics is None:
         stats = sentence_statistics(configs, references, systems, options.workers, options.cache,
@@ -297,31 +371,29 @@ def evaluate_by_length(
                 if len(rows) != n_sentences:
                     raise ValueError(f"statistics of {name} ({metric}): {len(rows)} sentences, "
                                      f"expected {n_sentences}")
-    scorers = {config.name: config.build() for config in configs}
-    if EXACT in options.metrics:
-        scorers[EXACT] = SegmentMean(EXACT)
+    if EXACT in scorers:
         stats[EXACT] = {name: segment_statistics(exact_matches(hyps, references, options.lowercase))
                         for name, hyps in systems.items()}
     for metric, by_system in segment_scores.items():
-        scorers[metric] = SegmentMean(metric)
         stats[metric] = {name: segment_statistics(by_system[name], f"{metric} scores of {name}")
                          for name in names}
-    failure_metrics = list(failures.FAILURES) + ([failures.LOG_PROB] if log_probs is not None else [])
-    tokenizer = MetricConfig("bleu", options.tokenize, options.lowercase, options.target_lang).build()
-    reference_tokens = [tokenizer._preprocess_segment(line).split() for line in references[0]]
-    flags = {name: failures.failure_flags([tokenizer._preprocess_segment(line).split() for line in hyps],
-                                          reference_tokens, options.short_ratio)
-             for name, hyps in systems.items()}
-    for metric in failure_metrics:
-        scorers[metric] = SegmentMean(metric)
-        stats[metric] = {name: segment_statistics(log_probs[name] if metric == failures.LOG_PROB
-                                                  else flags[name][metric], f"{metric} of {name}")
-                         for name in names}
+    if failures.FAILURES[0] in scorers:
+        tokenizer = bleu_tokenizer(options)
+        reference_tokens = [tokenizer._preprocess_segment(line).split() for line in references[0]]
+        flags = {name: failures.failure_flags([tokenizer._preprocess_segment(line).split() for line in hyps],
+                                              reference_tokens, options.short_ratio)
+                 for name, hyps in systems.items()}
+        for metric in failures.FAILURES:
+            stats[metric] = {name: segment_statistics(flags[name][metric], f"{metric} of {name}") for name in names}
+    if failures.LOG_PROB in scorers:
+        stats[failures.LOG_PROB] = {name: segment_statistics(log_probs[name], f"{failures.LOG_PROB} of {name}")
+                                    for name in names}
+    return stats
 
-    start_time = time.perf_counter()
-    scoring = _SubsetScoring(names, baseline, scorers, stats, options)
-    members = {name: bucket_members(system_lengths[name], buckets) for name in names}
-    everything = list(range(n_sentences))
+
+def _cells(scoring: "_SubsetScoring", buckets, members, per_system: bool) -> List[Cell]:
+    """Every system's cell on every bucket, then on the whole set."""
+    names = scoring.names
     cells: List[Cell] = []
     for k, bucket in enumerate(buckets):
         if per_system:
@@ -329,50 +401,49 @@ def evaluate_by_length(
                       for cell in scoring.alone(name).cells(bucket, members[name][k])]
         else:
             cells += scoring.cells(bucket, members[names[0]][k])
-    cells += scoring.cells(None, everything)
-    drops = _drops(scoring, names, system_lengths, buckets, options.train_limit, per_system)
-    oracle_gains = {}
+    n_sentences = len(next(iter(scoring.stats.values()))[names[0]])
+    return cells + scoring.cells(None, list(range(n_sentences)))
+
+
+def _oracle_gains(scoring: "_SubsetScoring", oracles, buckets, members):
+    """(oracle, bucket) -> metric -> the oracle-length decoding's score minus its free
+    system's on the free system's buckets (None: the whole set), paired."""
+    gains = {}
+    n_sentences = len(next(iter(scoring.stats.values()))[scoring.names[0]])
     for oracle, free in oracles.items():
         pair = scoring.subset([free, oracle], free)
-        for bucket, indices in list(zip(buckets, members[free])) + [(None, everything)]:
+        for bucket, indices in list(zip(buckets, members[free])) + [(None, list(range(n_sentences)))]:
             free_cell, oracle_cell = pair.cells(bucket, indices)
-            oracle_gains[oracle, bucket] = {
+            gains[oracle, bucket] = {
                 metric: Change(_minus(result.score, free_cell.results[metric].score),
                                result.difference_ci_lo, result.difference_ci_hi, result.p_value)
                 for metric, result in oracle_cell.results.items()}
-    if options.progress is not None:
-        stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in scoring.seconds.items())
-        options.progress(f"scores of {len(buckets) + 1} sentence sets: {time.perf_counter() - start_time:.1f} s"
-                         + (f" ({stages})" if stages else ""))
+    return gains
 
-    resampling = options.resampling
-    signatures = {config.name: signature(config, len(references), **resampling) for config in configs}
-    if EXACT in options.metrics:
-        signatures[EXACT] = exact_signature(options.lowercase, **resampling)
-    signatures.update({metric: segment_signature(**resampling) for metric in segment_scores})
-    signatures.update({metric: failures.signature(metric, tokenizer.tokenizer_signature, options.short_ratio,
-                                                  **resampling)
-                       for metric in failure_metrics})
-    return LengthReport(
-        systems=names,
-        baseline=baseline,
-        buckets=list(buckets),
-        sizes={name: [len(indices) for indices in members[name]] for name in names},
-        lengths=system_lengths,
-        metrics=list(options.metrics) + list(segment_scores),
-        signatures=signatures,
-        paired_test=options.paired_test,
-        n_bootstrap=options.n_bootstrap,
-        ar_trials=options.ar_trials,
-        seed=options.seed,
-        cells=cells,
-        failure_metrics=failure_metrics,
-        buckets_per_system=per_system,
-        train_limit=options.train_limit,
-        drops=drops,
-        oracles=oracles,
-        oracle_gains=oracle_gains,
-    )
+
+def check_oracles(oracles: Mapping[str, str], seeds: Mapping[str, int], option: str = "oracle-length decoding",
+                  system: str = "system with translations") -> Dict[str, str]:
+    """{oracle: free} pairs, refused unless both are systems with translations (``seeds``:
+    name -> its number of seeds, or bands) with as many seeds, FREE no oracle-length decoding
+    itself, and each free system has one oracle-length decoding.  ``option`` and ``system``
+    name the pairs and the systems in the refusals (the command line's --oracle-decoding,
+    --system)."""
+    oracles = dict(oracles)
+    for oracle, free in oracles.items():
+        unknown = [name for name in (oracle, free) if name not in seeds]
+        if unknown:
+            raise InputError(f"{option} {oracle}={free}: {unknown[0]!r} is no {system}")
+        if oracle == free or free in oracles:
+            raise InputError(f"{option} {oracle}={free}: FREE must be a freely decoded system, "
+                             "not itself or another oracle-length one")
+        if seeds[oracle] != seeds[free]:
+            raise InputError(f"{option} {oracle}={free}: {seeds[oracle]} files for {seeds[free]} seeds; "
+                             f"seed k of {oracle} decodes seed k of {free}")
+    frees = list(oracles.values())
+    twice = sorted({free for free in frees if frees.count(free) > 1})
+    if twice:
+        raise InputError(f"{option} gives {', '.join(twice)} more than one oracle-length decoding")
+    return oracles
 
 
 def _check_every_system(by_system, names: Sequence[str], what: str) -> None:

@@ -20,7 +20,7 @@ translate tool keeps it (relpos_analysis.io.fairseq_log_probs).  docs/analysis.m
 sources: Newman et al. (2020) and Variš and Bojar (2021) on stopping and length, Guerreiro
 et al. (2023) on repetitions and the sequence log-probability as signs of hallucination.
 """
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 FAILURES = ("empty", "short", "loop")
 LOG_PROB = "logprob"
@@ -64,8 +64,8 @@ def failure_flags(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequ
     return {failure: [FLAG if kind == failure else 0.0 for kind in kinds] for failure in FAILURES}
 
 
-def signature(metric: str, tokenizer: str, short_ratio: float, **resampling) -> str:
-    """What a failure column counts, in the form of sacrebleu's signatures."""
+def description(metric: str, tokenizer: str, short_ratio: float) -> Tuple[str, ...]:
+    """What a failure column counts, as its signature shows it (metrics.SegmentMean)."""
     what = {
         "empty": "share:no token",
         "short": f"share:not empty, below {short_ratio:g} x the reference's tokens",
@@ -73,6 +73,4 @@ def signature(metric: str, tokenizer: str, short_ratio: float, **resampling) -> 
                 "more than in the reference",
         LOG_PROB: "mean:log2 probability per token, end of sentence included",
     }[metric]
-    parts = [what] + ([f"tok:{tokenizer}"] if metric != LOG_PROB else [])
-    parts += [f"{key}:{resampling[key]}" for key in ("bs", "ar", "seed") if resampling.get(key) is not None]
-    return "|".join(parts)
+    return (what,) + ((f"tok:{tokenizer}",) if metric != LOG_PROB else ())

@@ -14,23 +14,23 @@ input is a one-line ``error: ...`` on stderr and exit status 2, before any scori
 """
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import board_render, segment_scores
-from .board import METRICS, build_board, check_board_metrics, check_training_log, training_info
+from .board import METRICS, TrainingInfo, build_board, check_board_metrics, check_training_log, training_info
 from .tuning import check_tuning, read_tuning
-from .buckets import bucket_members, buckets_from_edges, parse_edges
+from .buckets import Bucket, bucket_members, buckets_from_edges, default_edges, parse_edges
 from .cli import (
-    Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
+    Parser, add_failure_options, add_length_side_options, check_outputs, every_system_or_none,
     length_side, run_command,
 )
-from .evaluate import ScoringOptions
-from .io import InputError, check_parallel, parse_named, parse_named_lists, read_lines, read_segments
-from .lengths import whitespace_lengths
+from .evaluate import ScoringOptions, check_oracles
+from .inputs import InputFiles, LengthCounting, lengths_by_side, read_inputs
+from .io import InputError, parse_named, parse_named_lists, read_lines
 from .metrics import METRICS as ALL_METRICS
 from .metrics import TOKENIZERS
-from .textcheck import check_no_subword_markers, check_segmented, check_segmented_form
 
 OUT_DIR_NAMES = {
     "markdown": "board.md", "json": "board.json", "csv": "board.csv", "latex": "board.tex",
@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--train-limit", type=int, required=True, metavar="N",
                         help="the training length limit: the ranking is BLEU beyond it")
     parser.add_argument("--edges", default=None, metavar="E1,E2,...",
-                        help="inclusive upper ends of the buckets (default: the limit, 1.5x, 2x)")
+                        help="inclusive upper ends of the buckets (default: the limit, 1.5x, 2x and 3x, as "
+                        "relpos-report's)")
     parser.add_argument("--tokenize", choices=TOKENIZERS, metavar="TOK",
                         help="BLEU tokenizer (default 13a; none for tokenized text)")
     parser.add_argument("--metrics", default=",".join(METRICS), metavar="M1,M2,...",
@@ -94,153 +95,147 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    return run_command(build_parser, run, argv)
+    return run_command(build_parser, BoardRequest.from_args, run, argv)
 
 
-def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
-    targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
-               if args.out_dir else {})
-    metrics = [metric.strip() for metric in args.metrics.split(",")]
-    try:
-        check_board_metrics(metrics, args.rank_by)
-    except InputError as err:
-        raise InputError(f"--metrics {args.metrics} --rank-by {args.rank_by}: {err}") from None
-    options = ScoringOptions(metrics=tuple(metrics), tokenize=args.tokenize, n_bootstrap=args.bootstrap, seed=args.seed,
-                             short_ratio=args.short_ratio, workers=args.workers)
-    options.check()
-    if args.train_limit < 1:
-        raise InputError(f"--train-limit must be positive, got {args.train_limit}")
-    if not 0 <= args.learned_threshold <= 100:
-        raise InputError(f"--learned-threshold is a BLEU score from 0 to 100, got {args.learned_threshold:g}")
-    limit = args.train_limit
-    edges = parse_edges(args.edges) if args.edges else sorted({limit, limit * 3 // 2, limit * 2})
-    buckets = buckets_from_edges(edges)
-    system_files = parse_named_lists(args.system, "--system", "NAME=HYP[,HYP...]")
-    failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
-    logs = dict(parse_named_lists(args.train_log, "--train-log", "NAME=LOG[,LOG...]"))
-    names = [name for name, _ in system_files]
-    if not system_files and not failures:
-        raise InputError("no --system to score and no --failed to list")
-    unknown = sorted(set(logs) - set(names) - set(failures))
-    if unknown:
-        raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
-    if args.baseline is not None and args.baseline not in set(names) | set(failures):
-        raise InputError(f"unknown baseline {args.baseline!r}: no --system or --failed names it")
-    score_files = segment_scores.parse_specs(args.segment_scores, names, per_seed=True)
-    for metric, by_system in score_files.items():
-        for name, paths in system_files:
-            if len(by_system[name]) != len(paths):
-                raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
-                                 f"files for the {len(paths)} seeds of --system {name}")
-    seeds = {name: len(paths) for name, paths in system_files}
-    log_prob_files = every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=True)
-    system_length_files = every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=True)
-    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
-    if set(logs) & set(oracles):
-        raise InputError(f"--train-log {sorted(set(logs) & set(oracles))[0]}: an oracle-length decoding's "
-                         "training is its free system's; give the logs there")
-    side = length_side(args, "given" if args.length_file else args.length_by or "source")
-    inputs = [("--source", args.source), ("--ref", args.ref), ("--length-file", args.length_file),
-              ("--reference-lengths", args.reference_lengths), ("--tuning", args.tuning)]
-    inputs += [(f"--system {name}", path) for name, paths in system_files for path in paths]
-    inputs += [(f"--train-log {name}", path) for name, paths in logs.items() for path in paths]
-    inputs += [(f"{segment_scores.OPTION} {metric}:{name}", path)
-               for metric, by_system in score_files.items()
-               for name, paths in by_system.items() for path in paths]
-    inputs += [(f"{option} {name}", path) for option, files in (("--system-scores", log_prob_files),
-                                                                ("--system-lengths", system_length_files))
-               for name, paths in files.items() for path in paths]
-    check_outputs([(f"--out-dir ({path.name})", path) for path in targets.values()],
-                  [(option, Path(path)) for option, path in inputs if path])
+# what a file whose whitespace tokens are no length is told
+_UNSEGMENTED = ("its whitespace tokens are no length: give the segmented text "
+                "(--length-file, --reference-lengths, --system-lengths)")
 
-    source = read_segments(args.source, "source", "--source")
-    references = read_segments(args.ref, "reference", "--ref")
-    length_lines = read_lines(args.length_file, "--length-file") if args.length_file else source
-    reference_length_lines = (read_lines(args.reference_lengths, "--reference-lengths")
-                              if args.reference_lengths else references)
-    systems = {name: [read_segments(path, "system", f"--system {name}") for path in paths]
-               for name, paths in system_files}
-    scores = {metric: {name: [segment_scores.read_scores(path, f"{segment_scores.OPTION} {metric}:{name}")
-                              for path in paths]
-                       for name, paths in by_system.items()}
-              for metric, by_system in score_files.items()}
-    log_probs = {name: [segment_scores.read_log_probs(path, f"--system-scores {name}") for path in paths]
-                 for name, paths in log_prob_files.items()}
-    segmented = {name: [read_lines(path, f"--system-lengths {name}") for path in paths]
-                 for name, paths in system_length_files.items()}
-    parallel = [(args.source, source), (args.ref, references),
-                (args.length_file or args.source, length_lines),
-                (args.reference_lengths or args.ref, reference_length_lines)]
-    hypotheses = [(path, hyps) for name, paths in system_files
-                  for path, hyps in zip(paths, systems[name])]
-    parallel += hypotheses
-    parallel += [(path, seed_scores) for metric, by_system in score_files.items()
-                 for name, paths in by_system.items()
-                 for path, seed_scores in zip(paths, scores[metric][name])]
-    parallel += [(path, values) for files, read in ((log_prob_files, log_probs), (system_length_files, segmented))
-                 for name, paths in files.items() for path, values in zip(paths, read[name])]
-    check_parallel(parallel)
-    for name, paths in system_length_files.items():
-        for path, lines, hyp_path, hyps in zip(paths, segmented[name], dict(system_files)[name], systems[name]):
-            check_segmented_form(path, lines, hyp_path, hyps, f"--system-lengths {name}")
-    for path, segments in [parallel[1]] + hypotheses:
-        check_no_subword_markers(path, segments)
+
+@dataclass(frozen=True)
+class BoardRequest:
+    """A board as the command line asks for it, parsed and checked before any input is read."""
+    files: InputFiles
+    train_logs: Dict[str, List[str]]  # system -> a fairseq-train log per seed
+    tuning: Optional[str]  # --tuning's file
+    targets: Dict[str, Path]  # output kind -> its path
+    options: ScoringOptions
+    metrics: List[str]
+    rank_metric: str
+    train_limit: int
+    buckets: List[Bucket]
+    baseline: Optional[str]
+    failures: Dict[str, str]
+    oracles: Dict[str, str]
+    learned_threshold: float
+    side: str  # cli.LENGTH_SIDES, or "given" for --length-file
+    title: Optional[str]
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "BoardRequest":
+        targets = ({kind: Path(args.out_dir) / name for kind, name in OUT_DIR_NAMES.items()}
+                   if args.out_dir else {})
+        metrics = [metric.strip() for metric in args.metrics.split(",")]
+        try:
+            check_board_metrics(metrics, args.rank_by)
+        except InputError as err:
+            raise InputError(f"--metrics {args.metrics} --rank-by {args.rank_by}: {err}") from None
+        options = ScoringOptions(metrics=tuple(metrics), tokenize=args.tokenize, n_bootstrap=args.bootstrap,
+                                 seed=args.seed, short_ratio=args.short_ratio, workers=args.workers)
+        options.check()
+        if args.train_limit < 1:
+            raise InputError(f"--train-limit must be positive, got {args.train_limit}")
+        if not 0 <= args.learned_threshold <= 100:
+            raise InputError(f"--learned-threshold is a BLEU score from 0 to 100, got {args.learned_threshold:g}")
+        buckets = buckets_from_edges(parse_edges(args.edges) if args.edges else default_edges(args.train_limit))
+        system_files = parse_named_lists(args.system, "--system", "NAME=HYP[,HYP...]")
+        failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
+        logs = dict(parse_named_lists(args.train_log, "--train-log", "NAME=LOG[,LOG...]"))
+        names = [name for name, _ in system_files]
+        if not system_files and not failures:
+            raise InputError("no --system to score and no --failed to list")
+        unknown = sorted(set(logs) - set(names) - set(failures))
+        if unknown:
+            raise InputError(f"--train-log names {', '.join(unknown)}, which is no --system or --failed")
+        if args.baseline is not None and args.baseline not in set(names) | set(failures):
+            raise InputError(f"unknown baseline {args.baseline!r}: no --system or --failed names it")
+        score_files = segment_scores.parse_specs(args.segment_scores, names, per_seed=True)
+        for metric, by_system in score_files.items():
+            for name, paths in system_files:
+                if len(by_system[name]) != len(paths):
+                    raise InputError(f"{segment_scores.OPTION} {metric}:{name}: {len(by_system[name])} "
+                                     f"files for the {len(paths)} seeds of --system {name}")
+        seeds = {name: len(paths) for name, paths in system_files}
+        log_prob_files = every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=True)
+        system_length_files = every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=True)
+        oracles = check_oracles(dict(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE")), seeds,
+                                "--oracle-decoding", "--system")
+        if set(logs) & set(oracles):
+            raise InputError(f"--train-log {sorted(set(logs) & set(oracles))[0]}: an oracle-length decoding's "
+                             "training is its free system's; give the logs there")
+        side = length_side(args, "given" if args.length_file else args.length_by or "source")
+        files = InputFiles(
+            source=args.source, references=(args.ref,), systems={name: tuple(paths) for name, paths in system_files},
+            length_file=args.length_file, reference_lengths=args.reference_lengths,
+            segment_scores={metric: {name: tuple(paths) for name, paths in by_system.items()}
+                            for metric, by_system in score_files.items()},
+            log_probs={name: tuple(paths) for name, paths in log_prob_files.items()},
+            system_lengths={name: tuple(paths) for name, paths in system_length_files.items()},
+        )
+        inputs = files.named() + ([("--tuning", Path(args.tuning))] if args.tuning else [])
+        inputs += [(f"--train-log {name}", Path(path)) for name, paths in logs.items() for path in paths]
+        check_outputs([(f"--out-dir ({path.name})", path) for path in targets.values()], inputs)
+        return cls(files=files, train_logs=logs, tuning=args.tuning, targets=targets, options=options,
+                   metrics=metrics, rank_metric=args.rank_by, train_limit=args.train_limit, buckets=buckets,
+                   baseline=args.baseline, failures=failures, oracles=oracles,
+                   learned_threshold=args.learned_threshold, side=side, title=args.title)
+
+
+def run(request: BoardRequest) -> Tuple[str, Dict[Path, bytes]]:
+    """Everything but the printing and writing: the board's markdown and the output files."""
+    texts = read_inputs(request.files)
+    training, tuning = _training(request)
+    lengths, _ = lengths_by_side(request.side, texts, LengthCounting(_UNSEGMENTED), _UNSEGMENTED)
+    board = build_board(lengths, texts.references[0].lines,
+                        {name: [text.lines for text in seeds] for name, seeds in texts.systems.items()},
+                        request.buckets, request.train_limit, request.options, baseline=request.baseline,
+                        failures=request.failures, training=training, segment_scores=texts.segment_scores,
+                        log_probs=texts.log_probs or None, oracles=request.oracles,
+                        learned_threshold=request.learned_threshold, metrics=request.metrics,
+                        rank_metric=request.rank_metric)
+    return _rendered(request, board, tuning, lengths)
+
+
+def _training(request: BoardRequest) -> Tuple[Dict[str, TrainingInfo], Optional[dict]]:
+    """What each system's training logs say (an oracle-length decoding's are its free
+    system's), and the learning-rate selection of --tuning, checked against them."""
     training = {}
-    for name, paths in logs.items():
+    for name, paths in request.train_logs.items():
         option = f"--train-log {name}"
         log_lines = [read_lines(path, option) for path in paths]
         for path, lines in zip(paths, log_lines):
             check_training_log(lines, path, option)
         training[name] = training_info(log_lines, option)
-    tuning = read_tuning(args.tuning) if args.tuning else None
+    tuning = read_tuning(request.tuning) if request.tuning else None
     if tuning:
         # an oracle-length decoding is its free system's model: tuned with it
-        check_tuning(tuning, [name for name in names if name not in oracles]
-                     + [name for name in failures if name not in names],
+        names = list(request.files.systems)
+        check_tuning(tuning, [name for name in names if name not in request.oracles]
+                     + [name for name in request.failures if name not in names],
                      {name: info.learning_rate for name, info in training.items()},
-                     f"--tuning {args.tuning}")
-    training.update({oracle: training[free] for oracle, free in oracles.items() if free in training})
+                     f"--tuning {request.tuning}")
+    training.update({oracle: training[free] for oracle, free in request.oracles.items() if free in training})
+    return training, tuning
 
-    lengths = _lengths(args, side, length_lines, reference_length_lines, systems, segmented, system_files,
-                       system_length_files)
-    board = build_board(lengths, references, systems, buckets, limit, options, baseline=args.baseline,
-                        failures=failures, training=training, segment_scores=scores,
-                        log_probs=log_probs or None, oracles=oracles, learned_threshold=args.learned_threshold,
-                        metrics=metrics, rank_metric=args.rank_by)
-    markdown = board_render.markdown_table(board, args.title, tuning)
-    first = lengths if side != "hypothesis" else next(iter(lengths.values()))[0]
+
+def _rendered(request: BoardRequest, board, tuning, lengths) -> Tuple[str, Dict[Path, bytes]]:
+    title = request.title
+    markdown = board_render.markdown_table(board, title, tuning)
+    first = lengths if request.side != "hypothesis" else next(iter(lengths.values()))[0]
     mean_lengths = [sum(first[i] for i in members) / len(members) if members else float("nan")
-                    for members in bucket_members(first, buckets)]
+                    for members in bucket_members(first, request.buckets)]
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
         "json": lambda: board_render.json_text(board, tuning).encode("utf-8"),
         "csv": lambda: board_render.csv_text(board).encode("utf-8"),
-        "latex": lambda: board_render.latex_table(board, args.title, tuning).encode("utf-8"),
-        "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, args.title),
-        "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, args.title),
-        "failures_plot": lambda: board_render.failures_plot(board, args.title),
-        "oracle_plot": lambda: board_render.oracle_plot(board, mean_lengths, args.title),
+        "latex": lambda: board_render.latex_table(board, title, tuning).encode("utf-8"),
+        "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, title),
+        "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, title),
+        "failures_plot": lambda: board_render.failures_plot(board, title),
+        "oracle_plot": lambda: board_render.oracle_plot(board, mean_lengths, title),
     }
-    return markdown, {path: renderers[kind]() for kind, path in targets.items()}
-
-
-def _lengths(args, side, length_lines, reference_lines, systems, segmented, system_files, system_length_files):
-    """Each sentence's length in whitespace tokens, or with --length-by hypothesis each
-    system's, one list per seed."""
-    def counted(path, lines):
-        check_segmented(path, lines, "its whitespace tokens are no length: give the segmented text "
-                        "(--length-file, --reference-lengths, --system-lengths)")
-        return whitespace_lengths(lines)
-
-    if side in ("given", "source"):
-        return counted(args.length_file or args.source, length_lines)
-    reference = counted(args.reference_lengths or args.ref, reference_lines)
-    if side == "reference":
-        return reference
-    if side == "longer":
-        return [max(pair) for pair in zip(counted(args.source, length_lines), reference)]
-    files, texts = (system_length_files, segmented) if segmented else (dict(system_files), systems)
-    return {name: [counted(path, lines) for path, lines in zip(files[name], texts[name])] for name in systems}
+    return markdown, {path: renderers[kind]() for kind, path in request.targets.items()}
 
 
 if __name__ == "__main__":

@@ -103,11 +103,9 @@ def exact_matches(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
             for i, hyp in enumerate(hypotheses)]
 
 
-def exact_signature(lowercase: bool, **resampling) -> str:
-    """What the exact-match column counts, in the form of sacrebleu's signatures."""
-    parts = ["share:translation equal to a reference, whitespace tokens", f"case:{'lc' if lowercase else 'mixed'}"]
-    parts += [f"{key}:{resampling[key]}" for key in ("bs", "ar", "seed") if resampling.get(key) is not None]
-    return "|".join(parts)
+def exact_description(lowercase: bool) -> Tuple[str, ...]:
+    """What the exact-match column counts, as its signature shows it (SegmentMean)."""
+    return ("share:translation equal to a reference, whitespace tokens", f"case:{'lc' if lowercase else 'mixed'}")
 
 
 def signature(config: MetricConfig, n_references: int, **resampling) -> str:
@@ -116,7 +114,13 @@ def signature(config: MetricConfig, n_references: int, **resampling) -> str:
     # sacrebleu learns the number of references while caching them, which happens in the
     # workers; every sentence here has all of them.
     metric.num_refs = n_references
-    sig = metric.get_signature()
+    return scorer_signature(metric, **resampling)
+
+
+def scorer_signature(scorer, **resampling) -> str:
+    """The signature of a sacrebleu metric (its num_refs set) or a SegmentMean, with
+    ``resampling`` (e.g. bs=1000, seed=12345; None: not shown) added."""
+    sig = scorer.get_signature()
     for key, value in resampling.items():
         sig.update(key, value)
     return sig.format()
@@ -234,14 +238,37 @@ def _ter_statistics(metric: TER, hypotheses: Sequence[str], references: Sequence
 class SegmentMean:
     """A metric computed elsewhere, one score per sentence (COMET, MetricX, ...), with the
     part of sacrebleu's metric interface that scoring sets of sentences uses: a sentence's
-    statistics are [score, 1], so a set's summed statistics give its mean score."""
+    statistics are [score, 1], so a set's summed statistics give its mean score.
+    ``description`` is what its signature says it counts (exact match and the failure
+    columns are such metrics too)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, description: Sequence[str] = ("mean:segment scores",)) -> None:
         self.name = name
+        self.description = tuple(description)
 
     def _compute_score_from_stats(self, stats: Sequence[float]) -> Score:
         total, count = stats
         return Score(self.name, total / count)
+
+    def get_signature(self) -> "SegmentSignature":
+        return SegmentSignature(self.description)
+
+
+class SegmentSignature:
+    """A SegmentMean's signature, with the part of sacrebleu's Signature interface that
+    scorer_signature uses: what it counts, then the resampling as sacrebleu shows it."""
+    RESAMPLING = ("bs", "ar", "seed")  # sacrebleu's order
+
+    def __init__(self, description: Sequence[str]) -> None:
+        self.description = tuple(description)
+        self.resampling: Dict[str, object] = {}
+
+    def update(self, key: str, value) -> None:
+        self.resampling[key] = value
+
+    def format(self) -> str:
+        shown = [f"{key}:{self.resampling[key]}" for key in self.RESAMPLING if self.resampling.get(key) is not None]
+        return "|".join(self.description + tuple(shown))
 
 
 # A sentence's score computed elsewhere is at most this large in magnitude: a set's score
@@ -259,12 +286,6 @@ def segment_statistics(scores: Sequence[float], what: str = "segment scores") ->
         raise InputError(f"{what}: sentence {bad[0] + 1} has the score {float(values[bad[0]])!r}; expected a "
                          f"finite number of at most {SEGMENT_SCORE_BOUND:g} in magnitude")
     return np.column_stack([values, np.ones(len(values))])
-
-
-def segment_signature(**resampling) -> str:
-    """The signature of a segment-score metric, in sacrebleu's form."""
-    given = [key for key in ("bs", "ar", "seed") if resampling.get(key) is not None]
-    return "|".join(["mean:segment scores"] + [f"{key}:{resampling[key]}" for key in given])
 
 
 def corpus_score(metric: Metric, stats: np.ndarray, indices: Sequence[int]) -> Score:

@@ -17,19 +17,17 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from . import render, segment_scores
-from .buckets import DEFAULT_EDGES, buckets_from_edges, limit_edges, parse_edges, quantile_edges
+from .buckets import Bucket, buckets_from_edges, default_edges, parse_edges, quantile_edges
 from .cache import StatisticsCache, default_directory
 from .cli import (
-    Parser, add_failure_options, add_length_side_options, check_oracles, check_outputs, every_system_or_none,
+    Parser, add_failure_options, add_length_side_options, check_outputs, every_system_or_none,
     length_side, run_command,
 )
-from .evaluate import PAIRED_TESTS, Lengths, ScoringOptions, check_baseline, evaluate_by_length
-from .io import (
-    InputError, check_parallel, existing_file, parse_named, read_lines, read_segments,
-)
-from .lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
-from .metrics import DEFAULT_METRICS, METRICS, TOKENIZERS, MetricConfig, parse_metrics
-from .textcheck import check_no_subword_markers, check_segmented, check_segmented_form
+from .evaluate import PAIRED_TESTS, ScoringOptions, bleu_tokenizer, check_baseline, check_oracles, evaluate_by_length
+from .inputs import InputFiles, LengthCounting, Text, lengths_by_side, read_inputs
+from .io import InputError, existing_file, parse_named
+from .metrics import DEFAULT_METRICS, METRICS, TOKENIZERS, parse_metrics
+from .textcheck import check_segmented
 
 OUT_DIR_NAMES = {
     "markdown": "report.md",
@@ -166,143 +164,167 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    return run_command(build_parser, run, argv)
+    return run_command(build_parser, ReportRequest.from_args, run, argv)
 
 
-def run(args: argparse.Namespace) -> Tuple[str, Dict[Path, bytes]]:
+@dataclass(frozen=True)
+class ReportRequest:
+    """A report as the command line asks for it, parsed and checked before any input is read."""
+    files: InputFiles
+    targets: Dict[str, Tuple[str, Path]]  # output kind -> (the option that names it, its path)
+    options: ScoringOptions  # without cache and progress, which run adds
+    baseline: Optional[str]
+    failures: Dict[str, str]
+    oracles: Dict[str, str]
+    reference_baseline: bool
+    allow_subwords: bool
+    side: str  # cli.LENGTH_SIDES, or "given" for --length-file
+    counting: LengthCounting
+    buckets: Optional[List[Bucket]]  # None: --quantiles, from the lengths
+    quantiles: Optional[int]
+    tokenize: Optional[str]
+    bleu_tokenizer: str  # sacrebleu's name of BLEU's tokenizer: the failure columns count its tokens
+    cache_dir: Optional[str]  # None: no cache
+    title: Optional[str]
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "ReportRequest":
+        # Cheap checks first, so that a typo fails before minutes of TER.
+        targets = _output_targets(args)
+        systems_files = parse_named(args.system, "--system", "NAME=FILE")
+        names = [name for name, _ in systems_files]
+        reference_baseline = _check_reference_baseline(args, names)
+        rows = names + ([REFERENCE_ROW] if reference_baseline else [])
+        score_files = segment_scores.parse_specs(args.segment_scores, rows)
+        seeds = {name: 1 for name in names}
+        files = InputFiles(
+            source=args.source, references=tuple(args.ref),
+            systems={name: (path,) for name, path in systems_files},
+            length_file=args.length_file, reference_lengths=args.reference_lengths,
+            segment_scores={metric: {name: tuple(paths) for name, paths in by_system.items()}
+                            for metric, by_system in score_files.items()},
+            log_probs={name: tuple(paths) for name, paths in
+                       every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=False).items()},
+            system_lengths={name: tuple(paths) for name, paths in
+                            every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=False).items()},
+            extra=(("--bpe-codes", args.bpe_codes), ("--spm-model", args.spm_model)),
+        )
+        oracles = check_oracles(dict(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE")), seeds,
+                                "--oracle-decoding", "--system")
+        failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
+        check_outputs(_output_files(targets), files.named())
+        options = ScoringOptions(
+            metrics=tuple(parse_metrics(args.metrics)), tokenize=args.tokenize, lowercase=args.lowercase,
+            target_lang=args.target_lang, n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test,
+            ar_trials=args.ar_trials, short_ratio=args.short_ratio, train_limit=args.train_limit,
+            workers=args.workers)
+        options.check()
+        tokenizer = _bleu_tokenizer(options)
+        buckets = None if args.quantiles is not None else buckets_from_edges(
+            default_edges(args.train_limit) if args.edges is None else parse_edges(args.edges))
+        check_baseline(args.baseline, names)
+        side = _length_side(args)
+        for option, path in (("--bpe-codes", args.bpe_codes), ("--spm-model", args.spm_model)):
+            if path:
+                existing_file(path, option)
+        return cls(
+            files=files, targets=targets, options=options, baseline=args.baseline, failures=failures,
+            oracles=oracles, reference_baseline=reference_baseline, allow_subwords=args.allow_subwords, side=side,
+            counting=LengthCounting(_UNSEGMENTED_TEXT, args.bpe_codes, args.spm_model, args.length_unit),
+            buckets=buckets, quantiles=args.quantiles, tokenize=args.tokenize, bleu_tokenizer=tokenizer,
+            cache_dir=None if args.no_cache else args.cache_dir or default_directory(), title=args.title,
+        )
+
+
+# what a text whose whitespace tokens are no length is told
+_UNSEGMENTED_TEXT = ("its whitespace tokens are no length: count its subwords with --spm-model or --bpe-codes, "
+                     "give them with --length-file, or count characters with --length-unit char")
+_UNSEGMENTED_FILE = "its whitespace tokens are no length: give the segmented text (the subwords the system reads)"
+
+
+def run(request: ReportRequest) -> Tuple[str, Dict[Path, bytes]]:
     """Everything but the printing and writing: the markdown report and the output files."""
-    # Cheap checks first, so that a typo fails before minutes of TER.
-    targets = _output_targets(args)
-    systems_files = parse_named(args.system, "--system", "NAME=FILE")
-    names = [name for name, _ in systems_files]
-    rows_files = systems_files + ([(REFERENCE_ROW, args.ref[1])] if _check_reference_baseline(args, names) else [])
-    score_files = segment_scores.parse_specs(args.segment_scores, [name for name, _ in rows_files])
-    seeds = {name: 1 for name in names}
-    log_prob_files = {name: paths[0] for name, paths in
-                      every_system_or_none(args.system_scores, "--system-scores", seeds, per_seed=False).items()}
-    system_length_files = {name: paths[0] for name, paths in
-                           every_system_or_none(args.system_lengths, "--system-lengths", seeds, per_seed=False).items()}
-    oracles = check_oracles(parse_named(args.oracle_decoding, "--oracle-decoding", "ORACLE=FREE"), seeds)
-    failures = dict(parse_named(args.failed, "--failed", "NAME=WHY"))
-    check_outputs(_output_files(targets), _input_files(args, systems_files, score_files, log_prob_files,
-                                                       system_length_files))
-    metrics = parse_metrics(args.metrics)
-    options = ScoringOptions(
-        metrics=tuple(metrics), tokenize=args.tokenize, lowercase=args.lowercase, target_lang=args.target_lang,
-        n_bootstrap=args.bootstrap, seed=args.seed, paired_test=args.paired_test, ar_trials=args.ar_trials,
-        short_ratio=args.short_ratio, train_limit=args.train_limit, workers=args.workers)
-    options.check()
-    # BLEU and the failure columns count the tokens of BLEU's tokenizer
-    bleu_tokenizer = _bleu_tokenizer(args)
-    buckets = None
-    if args.quantiles is None:
-        default = DEFAULT_EDGES if args.train_limit is None else limit_edges(args.train_limit)
-        edges = default if args.edges is None else parse_edges(args.edges)
-        buckets = buckets_from_edges(edges)
-    check_baseline(args.baseline, names)
-    side = _length_side(args)
-    for option, path in (("--bpe-codes", args.bpe_codes), ("--spm-model", args.spm_model)):
-        if path:
-            existing_file(path, option)
-    cache = None if args.no_cache else StatisticsCache(args.cache_dir or default_directory())
+    cache = None if request.cache_dir is None else StatisticsCache(request.cache_dir)
     if cache is not None:
         cache.create()
-
     start_time = time.perf_counter()
-    source = read_segments(args.source, "source", "--source")
-    references = [read_segments(path, "reference", "--ref") for path in args.ref]
-    systems = {name: read_segments(path, "system", f"--system {name}") for name, path in systems_files}
+    texts = read_inputs(request.files, request.allow_subwords)
+    _check_tokenization(request, texts.references[0])
     # with --reference-baseline the second reference is a system, and the others are the references
-    scoring_references = references
-    if args.reference_baseline:
-        systems[REFERENCE_ROW] = references[1]
-        scoring_references = references[:1] + references[2:]
-    length_lines = read_lines(args.length_file, "--length-file") if args.length_file else None
-    reference_length_lines = (read_lines(args.reference_lengths, "--reference-lengths")
-                              if args.reference_lengths else None)
-    system_length_lines = {name: read_lines(path, f"--system-lengths {name}")
-                           for name, path in system_length_files.items()}
-    scores = {metric: {name: segment_scores.read_scores(paths[0], f"{segment_scores.OPTION} {metric}:{name}")
-                       for name, paths in by_system.items()}
-              for metric, by_system in score_files.items()}
-    log_probs = {name: segment_scores.read_log_probs(path, f"--system-scores {name}")
-                 for name, path in log_prob_files.items()}
-    scored = list(zip(args.ref, references))
-    scored += [(path, systems[name]) for name, path in systems_files]
-    parallel = [(args.source, source)] + scored
-    for path, lines in [(args.length_file, length_lines), (args.reference_lengths, reference_length_lines)]:
-        if lines is not None:
-            parallel.append((path, lines))
-    parallel += [(system_length_files[name], lines) for name, lines in system_length_lines.items()]
-    parallel += [(by_system[name][0], scores[metric][name])
-                 for metric, by_system in score_files.items() for name in by_system]
-    parallel += [(log_prob_files[name], values) for name, values in log_probs.items()]
-    check_parallel(parallel)
-    for name, lines in system_length_lines.items():
-        check_segmented_form(system_length_files[name], lines, dict(systems_files)[name], systems[name],
-                             f"--system-lengths {name}")
-    if not args.allow_subwords:
-        for path, segments in scored:
-            check_no_subword_markers(path, segments)
-    if args.tokenize is None and bleu_tokenizer == "13a":
-        check_segmented(
-            args.ref[0], references[0],
-            "BLEU's 13a tokenizer would take whole clauses for words (BLEU and the failure columns "
-            "count its tokens): pass --target-lang (zh, "
-            "ja, ko: sacrebleu's tokenizer for that language) or --tokenize (e.g. char)",
-        )
-    if "ter" in metrics:
-        check_segmented(
-            args.ref[0], references[0],
-            "TER would take whole clauses for words: leave it out (--metrics bleu,chrf)",
-        )
-
-    texts = LengthTexts(source, references[0], systems, length_lines, reference_length_lines, system_length_lines)
-    lengths, length_label = _lengths(args, side, texts, rows_files, system_length_files)
+    references = [text.lines for text in texts.references]
+    if request.reference_baseline:
+        texts = dataclasses.replace(texts, systems=dict(texts.systems, **{REFERENCE_ROW: [texts.references[1]]}))
+        references = references[:1] + references[2:]
+    systems = {name: seeds[0].lines for name, seeds in texts.systems.items()}
+    lengths, length_label = lengths_by_side(request.side, texts, request.counting, _UNSEGMENTED_FILE)
+    if isinstance(lengths, dict):
+        lengths = {name: seeds[0] for name, seeds in lengths.items()}
+    buckets = request.buckets
     if buckets is None:
         pooled = [length for values in (lengths.values() if isinstance(lengths, dict) else [lengths])
                   for length in values]
-        buckets = buckets_from_edges(quantile_edges(pooled, args.quantiles))
-    if args.tokenize != "none":
+        buckets = buckets_from_edges(quantile_edges(pooled, request.quantiles))
+    if request.tokenize != "none":
         _warn_if_tokenized(systems)
 
     # stage lines with times on stderr, for reports big enough to take a while
-    progress = _progress_line if len(source) * len(systems) >= PROGRESS_MIN_PAIRS else None
+    n_sentences = len(texts.source.lines)
+    progress = _progress_line if n_sentences * len(systems) >= PROGRESS_MIN_PAIRS else None
     if progress is not None:
-        progress(f"inputs read: {len(source)} sentences, {len(systems)} systems, "
+        progress(f"inputs read: {n_sentences} sentences, {len(systems)} systems, "
                  f"{time.perf_counter() - start_time:.1f} s")
-    options = dataclasses.replace(options, cache=cache, progress=progress)
-    report = evaluate_by_length(lengths, scoring_references, systems, buckets, options, baseline=args.baseline,
-                                segment_scores=scores, log_probs=log_probs or None, oracles=oracles)
-    report = dataclasses.replace(report, failed=failures,
-                                 reference_row=REFERENCE_ROW if args.reference_baseline else None)
+    options = dataclasses.replace(request.options, cache=cache, progress=progress)
+    report = evaluate_by_length(lengths, references, systems, buckets, options, baseline=request.baseline,
+                                segment_scores={metric: {name: seeds[0] for name, seeds in by_system.items()}
+                                                for metric, by_system in texts.segment_scores.items()},
+                                log_probs={name: seeds[0] for name, seeds in texts.log_probs.items()} or None,
+                                oracles=request.oracles)
+    report = dataclasses.replace(report, failed=request.failures,
+                                 reference_row=REFERENCE_ROW if request.reference_baseline else None)
     start_time = time.perf_counter()
-    markdown = render.markdown_table(report, args.title)
-    outputs = _rendered_outputs(args, targets, report, markdown, length_label)
+    markdown = render.markdown_table(report, request.title)
+    outputs = _rendered_outputs(request, report, markdown, length_label)
     if progress is not None:
         progress(f"outputs rendered: {time.perf_counter() - start_time:.1f} s")
     return markdown, outputs
 
 
-def _rendered_outputs(args, targets, report, markdown, length_label) -> Dict[Path, bytes]:
+def _check_tokenization(request: ReportRequest, reference: Text) -> None:
+    """Refuse a reference that BLEU's 13a tokenizer or TER would split into whole clauses."""
+    if request.tokenize is None and request.bleu_tokenizer == "13a":
+        check_segmented(
+            reference.path, reference.lines,
+            "BLEU's 13a tokenizer would take whole clauses for words (BLEU and the failure columns "
+            "count its tokens): pass --target-lang (zh, "
+            "ja, ko: sacrebleu's tokenizer for that language) or --tokenize (e.g. char)",
+        )
+    if "ter" in request.options.metrics:
+        check_segmented(
+            reference.path, reference.lines,
+            "TER would take whole clauses for words: leave it out (--metrics bleu,chrf)",
+        )
+
+
+def _rendered_outputs(request: ReportRequest, report, markdown, length_label) -> Dict[Path, bytes]:
     contents: Dict[Path, bytes] = {}
+    title = request.title
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
         "json": lambda: render.json_text(report).encode("utf-8"),
         "csv": lambda: render.csv_text(report).encode("utf-8"),
-        "latex": lambda: render.latex_table(report, args.title).encode("utf-8"),
+        "latex": lambda: render.latex_table(report, title).encode("utf-8"),
     }
     plots = {"plot": render.bucket_plot, "failures_plot": render.failures_plot, "oracle_plot": render.oracle_plot}
-    for kind, (_, path) in targets.items():
+    for kind, (_, path) in request.targets.items():
         if kind in renderers:
             contents[path] = renderers[kind]()
         elif kind in plots:
-            for fmt, data in plots[kind](report, args.title, PLOT_FORMATS).items():
+            for fmt, data in plots[kind](report, title, PLOT_FORMATS).items():
                 contents[_with_format(path, fmt)] = data
-    if "histogram" in targets:
-        path = targets["histogram"][1]
+    if "histogram" in request.targets:
+        path = request.targets["histogram"][1]
         contents[path] = render.length_histogram(
-            report.lengths, report.buckets, args.train_limit, args.title, length_label,
+            report.lengths, report.buckets, request.options.train_limit, title, length_label,
             fmt=path.suffix[1:].lower(),
         )
     return contents
@@ -351,31 +373,8 @@ def _output_files(targets) -> List[Tuple[str, Path]]:
     return files
 
 
-def _input_files(args, systems_files, score_files, log_prob_files, system_length_files) -> List[Tuple[str, Path]]:
-    inputs = [("--source", args.source)] + [("--ref", path) for path in args.ref]
-    inputs += [(f"--system {name}", path) for name, path in systems_files]
-    inputs += [(option, getattr(args, option[2:].replace("-", "_")))
-               for option in ("--length-file", "--reference-lengths", "--bpe-codes", "--spm-model")]
-    inputs += [(f"{segment_scores.OPTION} {metric}:{name}", paths[0])
-               for metric, by_system in score_files.items() for name, paths in by_system.items()]
-    inputs += [(f"--system-scores {name}", path) for name, path in log_prob_files.items()]
-    inputs += [(f"--system-lengths {name}", path) for name, path in system_length_files.items()]
-    return [(option, Path(path)) for option, path in inputs if path]
-
-
 def _with_format(prefix: Path, fmt: str) -> Path:
     return prefix.with_name(f"{prefix.name}.{fmt}")
-
-
-@dataclass
-class LengthTexts:
-    """What lengths can be counted on: the texts, and the segmented files given for them."""
-    source: List[str]
-    reference: List[str]
-    systems: Dict[str, List[str]]
-    given: Optional[List[str]]  # --length-file
-    reference_segmented: Optional[List[str]]  # --reference-lengths
-    systems_segmented: Dict[str, List[str]]  # --system-lengths
 
 
 def _length_side(args) -> str:
@@ -399,70 +398,14 @@ def _length_side(args) -> str:
     return side
 
 
-def _lengths(args, side: str, texts: LengthTexts, systems_files, system_length_files) -> Tuple[Lengths, str]:
-    """Each sentence's length (by hypothesis: each system's own lengths) and what they
-    count, for the histogram's axis."""
-    if side == "given":
-        check_segmented(args.length_file, texts.given, "its whitespace tokens are no length: "
-                        "give the segmented text (the subwords the system reads)")
-        return whitespace_lengths(texts.given), f"length (tokens of {Path(args.length_file).name})"
-    unit = _unit(args)
-    if side == "source":
-        return _count(args, args.source, texts.source), f"source length ({unit})"
-    reference = (_segmented(args.reference_lengths, texts.reference_segmented) if args.reference_lengths
-                 else _count(args, args.ref[0], texts.reference))
-    reference_unit = f"tokens of {Path(args.reference_lengths).name}" if args.reference_lengths else unit
-    if side == "reference":
-        return reference, f"reference length ({reference_unit})"
-    if side == "longer":
-        source = _count(args, args.source, texts.source)
-        return ([max(pair) for pair in zip(source, reference)],
-                f"length of the longer side (source: {unit}; reference: {reference_unit})")
-    files = dict(systems_files)
-    if texts.systems_segmented:
-        return ({name: _segmented(system_length_files[name], lines)
-                 for name, lines in texts.systems_segmented.items()},
-                "hypothesis length (whitespace tokens of the segmented translations)")
-    return ({name: _count(args, files[name], hyps) for name, hyps in texts.systems.items()},
-            f"hypothesis length ({unit}; each system its own)")
-
-
-def _unit(args) -> str:
-    if args.bpe_codes:
-        return "BPE subwords"
-    if args.spm_model:
-        return "SentencePiece pieces"
-    return "characters" if args.length_unit == "char" else "whitespace tokens"
-
-
-def _segmented(path, lines: List[str]) -> List[int]:
-    check_segmented(path, lines, "its whitespace tokens are no length: give the segmented text")
-    return whitespace_lengths(lines)
-
-
-def _count(args, path, text: List[str]) -> List[int]:
-    """The lengths of ``text`` (from ``path``) in the unit the options choose."""
-    if args.bpe_codes:
-        return bpe_lengths(text, args.bpe_codes)
-    if args.spm_model:
-        return sentencepiece_lengths(text, args.spm_model)
-    if args.length_unit == "char":
-        return char_lengths(text)
-    check_segmented(path, text, "its whitespace tokens are no length: count its subwords with "
-                    "--spm-model or --bpe-codes, give them with --length-file, or count "
-                    "characters with --length-unit char")
-    return whitespace_lengths(text)
-
-
-def _bleu_tokenizer(args) -> str:
+def _bleu_tokenizer(options: ScoringOptions) -> str:
     """The name sacrebleu gives the BLEU tokenizer of these options; before the scoring,
     so that a missing extra package (MeCab for ja and ko) is an error now."""
-    config = MetricConfig("bleu", args.tokenize, args.lowercase, args.target_lang)
     try:
-        return config.build().tokenizer_signature
+        return bleu_tokenizer(options).tokenizer_signature
     except (RuntimeError, ImportError, OSError) as err:
-        option = "--tokenize" if args.tokenize else "--target-lang"
-        raise InputError(f"BLEU's tokenizer for {option} {args.tokenize or args.target_lang} is "
+        option = "--tokenize" if options.tokenize else "--target-lang"
+        raise InputError(f"BLEU's tokenizer for {option} {options.tokenize or options.target_lang} is "
                          f"not available: {' '.join(str(err).split())}") from None
 
 

@@ -161,7 +161,7 @@ def test_oracle_gains_are_paired_on_the_free_systems_sentences(case):
     assert row.count("[") == 3  # a difference per bucket and the whole set
     record = next(r for r in records(report) if r["system"] == "cut-oracle" and r["bucket"] == "all")
     assert record["oracle_of"] == "cut" and record["bleu_oracle_gain_p"] is not None
-    with pytest.raises(InputError, match="both must be systems of the report"):
+    with pytest.raises(InputError, match="'nope' is no system of the report"):
         evaluate_by_length(lengths, [refs], oracle, buckets, options, oracles={"nope": "cut"})
 
 

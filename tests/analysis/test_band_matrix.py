@@ -106,3 +106,24 @@ def test_bad_input_is_refused_before_any_scoring(tmp_path, capsys, change, messa
     assert bands.main(argv + ["--out-dir", str(tmp_path / "out"), "--no-cache"]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_every_command_is_declared_as_the_console_script_its_help_names():
+    """setup.py installs each command under the name its --help shows (relpos-bands among
+    them): read from setup.py's entry points, each resolves to the module's main, whose
+    parser has that prog."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    setup = ast.parse((Path(__file__).resolve().parents[2] / "setup.py").read_text())
+    call = next(node for node in ast.walk(setup) if isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "setup")
+    entry_points = ast.literal_eval(next(k.value for k in call.keywords if k.arg == "entry_points"))
+    scripts = dict(spec.split("=") for spec in entry_points["console_scripts"])
+    assert set(scripts) >= {"relpos-report", "relpos-leaderboard", "relpos-bands"}
+    for name in ("relpos-report", "relpos-leaderboard", "relpos-bands"):
+        module, function = scripts[name].split(":")
+        command = importlib.import_module(module)
+        assert function == "main" and callable(command.main)
+        assert command.build_parser().prog == name

@@ -279,3 +279,14 @@ def test_a_whole_boards_failures_and_oracle_lengths_are_drawn_in_rows_of_panels(
     for png in (board_render.failures_plot(board), board_render.oracle_plot(board, [10, 25, 35])):
         width, height = png_size(png)
         assert png.startswith(b"\x89PNG") and 1 < width / height < 2.5, (width, height)  # five rows of six
+
+
+def test_a_board_and_a_report_of_one_run_bucket_alike_without_edges(tmp_path):
+    """Without --edges, both commands bucket at 1, 1.5, 2 and 3 times --train-limit: the
+    report and the board of one run compare the same sentence sets."""
+    from relpos_analysis import report
+
+    common = ["--source", str(tmp_path / "src"), "--ref", str(tmp_path / "ref"), "--train-limit", "10"]
+    board = leaderboard.BoardRequest.from_args(leaderboard.build_parser().parse_args(common + ["--system", "a=h"]))
+    table = report.ReportRequest.from_args(report.build_parser().parse_args(common + ["--system", "a=h"]))
+    assert board.buckets == table.buckets == buckets_from_edges([10, 15, 20, 30])
