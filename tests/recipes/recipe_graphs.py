@@ -9,17 +9,18 @@ from relpos_recipes.__main__ import RECIPES
 from relpos_recipes.engine import Graph
 
 
-def recipe_graph(monkeypatch, name: str, *argv) -> Graph:
-    """The graph `python -m relpos_recipes NAME ARGV --dry-run` would plan, its architectures
-    taken as known (asking fairseq costs an interpreter; the refusals of unknown ones are
-    tested through the scripts)."""
+def recipe_graph(monkeypatch, name: str, *argv, dry_run: bool = True) -> Graph:
+    """The graph `python -m relpos_recipes NAME ARGV --dry-run` would plan (without --dry-run
+    where ``dry_run`` is False: what a run would run), its architectures taken as known
+    (asking fairseq costs an interpreter; the refusals of unknown ones are tested through the
+    scripts).  A refusal before the graph is built raises its StepError."""
     module, function, *fixed = RECIPES[name]
     recipe = importlib.import_module(f"relpos_recipes.graphs.{module}")
     graphs = []
     monkeypatch.setattr(recipe, "run", lambda graph, launch: graphs.append(graph))
     if hasattr(recipe, "check_archs"):
         monkeypatch.setattr(recipe, "check_archs", lambda option, archs: None)
-    assert getattr(recipe, function)(*fixed, [*map(str, argv), "--dry-run"]) == 0
+    assert getattr(recipe, function)(*fixed, [*map(str, argv), *(["--dry-run"] if dry_run else [])]) == 0
     (graph,) = graphs
     return graph
 

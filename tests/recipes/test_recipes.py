@@ -230,40 +230,38 @@ def test_help(script):
     assert "Usage:" in out and "--help" in out
 
 
-@pytest.mark.parametrize("script", ["demo.sh", "leaderboard.sh"])
+@pytest.mark.parametrize("name", ["demo.sh", "leaderboard.sh"])
 @pytest.mark.parametrize("gpus, message", [
     ("x", "--gpus: expected the number of GPUs to use (0 for CPU cores only), got 'x'"),
     ("99", "--gpus 99 but torch sees"),
 ])
-def test_demo_and_leaderboard_refuse_gpus_they_do_not_have(script, gpus, message, tmp_path):
+def test_demo_and_leaderboard_refuse_gpus_they_do_not_have(name, gpus, message, tmp_path):
     out = tmp_path / "out"
-    proc = run_command(["bash", SCRIPTS / script, "--systems", "transformer_abs", "--gpus", gpus,
-                "--out-dir", out], check=False)
+    proc = script(name, "--systems", "transformer_abs", "--gpus", gpus, "--out-dir", out)
     assert proc.returncode != 0 and message in proc.stderr
     assert not out.exists()
 
 
-@pytest.mark.parametrize("script, option, extra", [
+@pytest.mark.parametrize("name, option, extra", [
     ("prepare-toy.sh", "--work-dir", []),
     ("prepare-wmt19-de-en.sh", "--work-dir", ["--offline"]),
     ("prepare-tatoeba.sh", "--out-dir", ["--download"]),  # the message names the script's own option
 ])
-def test_prepare_refuses_a_folder_it_did_not_make(script, option, extra, tmp_path):
+def test_prepare_refuses_a_folder_it_did_not_make(name, option, extra, tmp_path):
     """Preparing clears temporary files and rewrites its outputs: never in someone else's
     folder.  Corpora placed in raw/ beforehand are welcome."""
     work = tmp_path / "work"
     (work / "raw").mkdir(parents=True)
     (work / "notes.txt").write_text("mine\n")
     (work / "draft.tmp.123").write_text("mine too\n")
-    proc = run_command(["bash", SCRIPTS / script, option, work, *extra], check=False)
+    proc = script(name, option, work, *extra)
     assert proc.returncode != 0
     assert f"{option} {work} holds files that no preparation made, such as draft.tmp.123,notes.txt" in proc.stderr
     assert sorted(p.name for p in work.iterdir()) == ["draft.tmp.123", "notes.txt", "raw"]
 
 
 def test_prepare_refuses_an_empty_max_len(tmp_path):
-    proc = run_command(["bash", SCRIPTS / "prepare-toy.sh", "--work-dir", tmp_path / "w", "--max-len", ""],
-               check=False)
+    proc = script("prepare-toy.sh", "--work-dir", tmp_path / "w", "--max-len", "")
     assert proc.returncode != 0 and "--max-len is empty" in proc.stderr
     assert not (tmp_path / "w" / "data-bin").exists()
 
@@ -271,47 +269,46 @@ def test_prepare_refuses_an_empty_max_len(tmp_path):
 def test_table3_checks_architectures_before_any_work(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run_command(["bash", SCRIPTS / "reproduce" / "table3.sh", "--work-root", tmp_path / "w",
-                "--runs-root", tmp_path / "r", "--offline", "--local-dir", empty,
-                "--system", "X@100=transformer_bogus@100"], check=False)
+    proc = script("reproduce/table3.sh", "--work-root", tmp_path / "w", "--runs-root", tmp_path / "r", "--offline",
+                  "--local-dir", empty, "--system", "X@100=transformer_bogus@100")
     assert proc.returncode != 0
     assert "--system: unknown architecture transformer_bogus" in proc.stderr
     assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
 
 
 def test_demo_refuses_duplicate_systems(tmp_path):
-    proc = run_command(["bash", SCRIPTS / "demo.sh", "--systems", "transformer_abs,transformer_rel,transformer_abs",
-                "--out-dir", tmp_path / "d"], check=False)
+    proc = script("demo.sh", "--systems", "transformer_abs,transformer_rel,transformer_abs", "--out-dir",
+                  tmp_path / "d")
     assert proc.returncode != 0 and "--systems: names transformer_abs more than once" in proc.stderr
     assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.parametrize("folder", ["data", "transformer_abs", "report/test"])
-def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder):
-    """demo.sh --out-dir D refuses a folder of D that it did not make, before any work, and
-    leaves it as it was."""
+def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder, monkeypatch):
+    """demo.sh --out-dir D refuses a folder of D that it did not make, before any work (in-process:
+    before its graph is built), and leaves it as it was."""
     out = tmp_path / "d"
     mine = out / folder / "my notes.txt"
     mine.parent.mkdir(parents=True)
     mine.write_text("keep me\n")
-    proc = run_command(["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs",
-                "--out-dir", out], check=False)
+    with pytest.raises(StepError, match=re.escape(f"{out / folder} exists and was not made by demo.sh")):
+        recipe_graph(monkeypatch, "demo", "--quick", "--systems", "transformer_abs", "--out-dir", out, dry_run=False)
     assert mine.read_text() == "keep me\n"
-    assert proc.returncode != 0
-    assert f"{out / folder} exists and was not made by demo.sh" in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
 
 
-def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path, capsys):
+def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path, monkeypatch):
     """A user's hyp.txt in OUT/SYSTEM/test/ (a folder the demo made: it has step manifests) is
-    refused by name before any work, as train.sh refuses checkpoints no run made."""
-    from relpos_recipes.__main__ import main as recipe
+    refused by name when the run is planned, before any work, as train.sh refuses checkpoints
+    no run made."""
+    from relpos_recipes.engine.plan import plan
 
     out = tmp_path / "d"
     (out / "transformer_abs" / ".steps").mkdir(parents=True)
     mine = out / "transformer_abs" / "test" / "hyp.txt"
     mine.parent.mkdir()
     mine.write_text("my translation\n")
-    assert recipe(["demo", "--quick", "--systems", "transformer_abs", "--out-dir", str(out), "--dry-run"]) == 1
-    assert f"{mine.parent} holds hyp.txt that no run of this recipe made" in capsys.readouterr().err
+    graph = recipe_graph(monkeypatch, "demo", "--quick", "--systems", "transformer_abs", "--out-dir", out)
+    with pytest.raises(StepError, match=re.escape(f"{mine.parent} holds hyp.txt that no run of this recipe made")):
+        plan(graph)
     assert mine.read_text() == "my translation\n"
