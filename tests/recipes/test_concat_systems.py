@@ -6,31 +6,45 @@ import json
 
 import pytest
 
+from recipe_graphs import recipe_graph, words
 from relpos_analysis import report
 from test_pipelines import SCRIPTS, run
 
 
-def test_the_demo_trains_and_reports_a_concat_system_of_its_own(tmp_path):
-    out = run(["bash", SCRIPTS / "demo.sh", "--dry-run", "--quick", "--systems", "transformer_abs,transformer_rel",
-               "--concat-systems", "transformer_abs", "--out-dir", tmp_path / "demo"]).stdout
-    data = tmp_path / "demo" / "data"
-    assert f"concat_augment --src {data}/len50/train.src --tgt {data}/len50/train.tgt --max-len 50 --share 1 --seed 1" in out
-    training = next(line for line in out.splitlines() if f"--save-dir {tmp_path}/demo/transformer_abs+concat " in line)
-    assert f"fairseq-train {data}/data-bin/len50-concat/shard0" in training and "--arch transformer_abs " in training
-    assert f"--validpref {data}/len50/valid" in out.split("binarize len50-concat")[1].splitlines()[1]
-    reported = next(line for line in out.splitlines() if "relpos_analysis.report" in line and "/test/" in line)
-    assert f"--system transformer_abs+concat={tmp_path}/demo/transformer_abs+concat/test/hyp.txt" in reported
-    assert "--baseline transformer_abs " in reported
-    assert not list(tmp_path.rglob("*.json"))  # a dry run
+def option(step, name):
+    argv = step.argv()
+    return argv[argv.index(name) + 1]
 
 
-def test_the_leaderboard_tunes_a_concat_system_as_a_scheme(tmp_path):
-    out = run(["bash", SCRIPTS / "leaderboard.sh", "--dry-run", "--quick", "--systems", "transformer_abs",
-               "--concat-systems", "transformer_abs", "--seeds", "1", "--out-dir", tmp_path / "board"]).stdout
-    for needle in ("train transformer_abs+concat-lr3e-3", "choose the learning rate of transformer_abs+concat",
-                   "[later] transformer_abs+concat: the other seeds", "binarize len50-concat"):
-        assert needle in out, needle
-    assert "transformer_abs+concat=" in out.split("the learning-rate table")[1].splitlines()[1]
+def test_the_demo_trains_and_reports_a_concat_system_of_its_own(tmp_path, monkeypatch):
+    out = tmp_path / "demo"
+    graph = recipe_graph(monkeypatch, "demo", "--quick", "--systems", "transformer_abs,transformer_rel",
+                         "--concat-systems", "transformer_abs", "--out-dir", out)
+    data = out / "data"
+    preparation = {step.name: step for step in graph.job("prepare").steps}
+    assert f"concat_augment --src {data}/len50/train.src --tgt {data}/len50/train.tgt --max-len 50 --share 1 " \
+           "--seed 1" in words(preparation["concat.len50"])
+    assert option(preparation["bin.len50-concat"], "--validpref") == f"{data}/len50/valid"
+    (training,) = [step for step in graph.job("transformer_abs+concat").steps if step.name == "train"]
+    assert training.home == out / "transformer_abs+concat" and option(training, "--arch") == "transformer_abs"
+    assert option(training, "fairseq-train") == f"{data}/data-bin/len50-concat/shard0"
+    reported = next(step for step in graph.job("reports").steps if step.home == out / "report" / "test")
+    assert f"--system transformer_abs+concat={out}/transformer_abs+concat/test/hyp.txt" in words(reported)
+    assert option(reported, "--baseline") == "transformer_abs"
+    assert not list(tmp_path.rglob("*")), "a plan writes nothing"
+
+
+def test_the_leaderboard_tunes_a_concat_system_as_a_scheme(tmp_path, monkeypatch):
+    graph = recipe_graph(monkeypatch, "leaderboard", "--quick", "--systems", "transformer_abs", "--concat-systems",
+                         "transformer_abs", "--seeds", "1", "--out-dir", tmp_path / "board")
+    assert "bin.len50-concat" in {step.name for step in graph.job("prepare").steps}
+    (training,) = graph.job("transformer_abs+concat-lr3e-3").steps
+    assert training.name == "train" and option(training, "fairseq-train").endswith("data-bin/len50-concat/shard0")
+    chooser = graph.job("transformer_abs+concat")
+    assert [step.name for step in chooser.steps] == ["choose-transformer_abs+concat"]
+    assert chooser.later.title == "transformer_abs+concat: the other seeds and the translations at its chosen rate"
+    (tuning,) = graph.job("boards").steps
+    assert "transformer_abs+concat=" in words(tuning)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,6 +1,8 @@
 """relpos_recipes.tools.corpora, the WMT data: a test set is used only at its official size, the
 downloaded dev.tgz/test.tgz only with the md5 sum sacrebleu records for it, a failed
-download ends in one line saying what to do, and a damaged archive is refused by name.
+download ends in one line saying what to do, and a damaged archive is refused by name.  The
+readers of the distributed formats (tsv.gz, a tgz, a zip, CWMT's folders), a test set from
+the SGML of dev.tgz, the message for each missing corpus, an atomic download.
 
 Runs corpora.py as the preparation scripts do (python corpora.py ...) on small files written
 here; one test checks the official sizes against the real newstest files in ../shared
@@ -10,7 +12,9 @@ import gzip
 import hashlib
 import http.server
 import io
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,10 +22,12 @@ import tarfile
 import threading
 import zipfile
 from functools import partial
+from pathlib import Path
 
 import pytest
 
 from conftest import shared_path
+from test_pipelines import SCRIPTS, lines, run
 
 from relpos_recipes.tools import corpora
 
@@ -183,3 +189,130 @@ def test_a_damaged_archive_is_refused_by_name(tmp_path):
         assert f"expected {archive} as distributed, whole" in proc.stderr or \
             f"expected the WMT19 {archive} as distributed, whole" in proc.stderr
     assert not list(tmp_path.glob("orig/*")) and not list(tmp_path.glob("raw/**/*.tmp*"))
+
+
+def test_fetch_is_atomic(tmp_path):
+    (tmp_path / "remote.bin").write_bytes(b"x" * 100_000)
+    dest = tmp_path / "raw" / "file.bin"
+    run([sys.executable, "-m", "relpos_recipes.tools.corpora", "fetch", (tmp_path / "remote.bin").as_uri(), dest])
+    assert dest.read_bytes() == b"x" * 100_000
+    assert not (tmp_path / "raw" / "file.bin.part").exists()
+    bad = tmp_path / "raw" / "missing.bin"
+    r = run([sys.executable, "-m", "relpos_recipes.tools.corpora", "fetch", (tmp_path / "nope").as_uri(), bad,
+             "--retries", "1"], check=False)
+    assert r.returncode != 0 and "could not download" in r.stderr
+    assert not bad.exists()
+
+
+def _corpus(tmp_path, pair, name, *dirs, offline=True):
+    out = tmp_path / "out" / name
+    cmd = [sys.executable, "-m", "relpos_recipes.tools.corpora", "corpus", "--pair", pair, "--name", name,
+           "--raw-dir", tmp_path / "raw", "--out-prefix", out]
+    for d in dirs:
+        cmd += ["--search", d]
+    if offline:
+        cmd.append("--offline")
+    return run(cmd, check=False), out
+
+
+def test_corpus_readers_on_distributed_formats(tmp_path):
+    local = tmp_path / "local"
+    local.mkdir()
+    # Europarl v9 / News Commentary v14: tsv.gz, de<TAB>en; a stray \r stays inside its line
+    with gzip.open(local / "europarl-v9.de-en.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("Hallo Welt\tHello world\nein\rzwei\tone two\n\tonly english\n")
+    # CommonCrawl: a tgz holding commoncrawl.de-en.{de,en} among other files
+    with tarfile.open(local / "training-parallel-commoncrawl.tgz", "w:gz") as tf:
+        for member, text in [("commoncrawl.de-en.de", "Haus\nBaum\n"),
+                             ("commoncrawl.de-en.en", "house\ntree\n"),
+                             ("commoncrawl.fr-en.fr", "maison\n")]:
+            data = text.encode()
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    # Rapid 2019: a zip
+    with zipfile.ZipFile(local / "rapid2019.de-en.zip", "w") as zf:
+        zf.writestr("rapid2019.de-en.de", "Eins\nZwei\nDrei\n")
+        zf.writestr("rapid2019.de-en.en", "One\nTwo\nThree\n")
+    r, out = _corpus(tmp_path, "de-en", "europarl", local)
+    assert r.returncode == 0, r.stderr
+    assert lines(f"{out}.de") == ["Hallo Welt", "ein zwei", ""]
+    assert lines(f"{out}.en") == ["Hello world", "one two", "only english"]
+    r, out = _corpus(tmp_path, "de-en", "commoncrawl", local)
+    assert r.returncode == 0, r.stderr
+    assert lines(f"{out}.de") == ["Haus", "Baum"] and lines(f"{out}.en") == ["house", "tree"]
+    r, out = _corpus(tmp_path, "de-en", "rapid", local)
+    assert r.returncode == 0, r.stderr
+    assert lines(f"{out}.en") == ["One", "Two", "Three"]
+    # Zh->En News Commentary: en<TAB>zh; the Chinese side becomes the source
+    with gzip.open(local / "news-commentary-v14.en-zh.tsv.gz", "wt", encoding="utf-8") as f:
+        f.write("Hello\t你好\nThank you\t谢谢你\n")
+    r, out = _corpus(tmp_path, "zh-en", "news-commentary", local)
+    assert r.returncode == 0, r.stderr
+    assert lines(f"{out}.zh") == ["你好", "谢谢你"] and lines(f"{out}.en") == ["Hello", "Thank you"]
+    # CWMT as a directory of *_ch.txt / *_en.txt pairs
+    (local / "cwmt" / "casia2015").mkdir(parents=True)
+    (local / "cwmt" / "casia2015" / "casia2015_ch.txt").write_text("一\n二\n", encoding="utf-8")
+    (local / "cwmt" / "casia2015" / "casia2015_en.txt").write_text("one\ntwo\n")
+    r, out = _corpus(tmp_path, "zh-en", "cwmt", local)
+    assert r.returncode == 0, r.stderr
+    assert lines(f"{out}.zh") == ["一", "二"]
+    # parallel files of different lengths are an error, and leave no output
+    (local / "un.zh").write_text("一\n二\n", encoding="utf-8")
+    (local / "un.en").write_text("one\n")
+    r, out = _corpus(tmp_path, "zh-en", "un", local)
+    assert r.returncode != 0 and "ends after" in r.stderr
+    assert not Path(f"{out}.zh").exists() and not list((tmp_path / "out").glob("*.tmp.*"))
+
+
+def test_testset_from_sgm_in_dev_tgz(tmp_path):
+    local = tmp_path / "local"
+    local.mkdir()
+    sgm_src = ('<srcset setid="newstest2014" srclang="any">\n<doc docid="1">\n'
+               '<seg id="1">Ein  Satz .</seg>\n<seg id="2">Noch einer</seg>\n</doc>\n</srcset>\n')
+    sgm_ref = ('<refset setid="newstest2014" srclang="any" trglang="en">\n<doc docid="1">\n'
+               '<seg id="1">A sentence .</seg>\n<seg id="2">Another one</seg>\n</doc>\n</refset>\n')
+    with tarfile.open(local / "dev.tgz", "w:gz") as tf:
+        for member, text in [("dev/newstest2014-deen-src.de.sgm", sgm_src),
+                             ("dev/newstest2014-deen-ref.en.sgm", sgm_ref),
+                             ("dev/news-test2008.de", "Alt\n"), ("dev/news-test2008.en", "Old\n")]:
+            data = text.encode()
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    for name, de, en in [("newstest2014", ["Ein Satz .", "Noch einer"],
+                          ["A sentence .", "Another one"]),
+                         ("newstest2008", ["Alt"], ["Old"])]:
+        out = tmp_path / "orig" / name
+        r = run([sys.executable, "-m", "relpos_recipes.tools.corpora", "testset", "--pair", "de-en", "--name",
+                 name, "--search", local, "--raw-dir", tmp_path / "raw", "--out-prefix", out,
+                 "--offline", "--stand-in"], check=False)
+        assert r.returncode == 0, r.stderr
+        assert lines(f"{out}.de") == de and lines(f"{out}.en") == en
+
+
+def test_missing_corpus_messages(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r, out = _corpus(tmp_path, "de-en", "rapid", empty)
+    assert r.returncode == 2
+    assert "missing de-en training corpus 'rapid'" in r.stderr
+    assert "rapid2019.de-en.zip" in r.stderr
+    assert "https://s3-eu-west-1.amazonaws.com/tilde-model/rapid2019.de-en.zip" in r.stderr
+    assert not Path(f"{out}.de").exists()
+    r, _ = _corpus(tmp_path, "zh-en", "un", empty, offline=False)
+    assert r.returncode == 2 and "conferences.unite.un.org/UNCorpus" in r.stderr
+    assert "manual download" in r.stderr
+    r, _ = _corpus(tmp_path, "zh-en", "cwmt", empty, offline=False)
+    assert r.returncode == 2 and "CWMT" in r.stderr and "registering" in r.stderr
+    # the preparation stops at a missing corpus, which is not done
+    work = tmp_path / "work"
+    r = run(["bash", SCRIPTS / "prepare-wmt19-de-en.sh", "--work-dir", work, "--local-dir",
+             empty, "--offline"], check=False)
+    assert r.returncode != 0
+    missing = re.search(r"missing de-en training corpus '([a-z-]+)'", r.stderr).group(1)
+    archive = {"commoncrawl": "training-parallel-commoncrawl.tgz", "europarl": "europarl-v9.de-en.tsv.gz",
+               "news-commentary": "news-commentary-v14.de-en.tsv.gz", "rapid": "rapid2019.de-en.zip"}[missing]
+    assert archive in r.stderr
+    assert json.loads((work / ".steps" / f"orig.train.{missing}.json").read_text())["status"] == "failed"
+    assert not list((work / "orig").glob("*"))

@@ -8,6 +8,8 @@ import subprocess
 import pytest
 
 from conftest import REPO_ROOT
+from recipe_graphs import recipe_graph
+from relpos_recipes.engine.plan import plan
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("quick_demo")]  # one worker, in order
 
@@ -87,37 +89,36 @@ def test_quick_leaderboard_chooses_each_learning_rate_and_keeps_a_failed_system_
     assert "| INFO |" not in result.stdout
 
 
-def test_a_copied_demo_is_still_done_and_a_redone_step_keeps_the_users_files(quick_demo, tmp_path):
-    """A copied (or moved) --out-dir is the same run: nothing is redone.  Changing an option
-    redoes what it changes, replacing only the files those steps made: notes a user put in a
-    model folder or a report folder, and a checkpoint of the user's beside the model's, stay
-    (tests/engine/test_steps.py: the same for a folder a step writes as a whole)."""
+def test_a_copied_demo_is_still_done_and_a_change_redoes_what_it_changes(quick_demo, tmp_path, monkeypatch):
+    """A copied (or moved) --out-dir is the same run: its plan has nothing to do.  An edit to
+    the training text redoes every step after it; another --updates redoes the trainings and
+    what follows them, none of the data's steps, and a training redone removes only what
+    fairseq-train writes, never a user's checkpoint or notes beside it (the engine's side of
+    both, in-process: tests/engine/test_steps.py)."""
     out, demo, result = quick_demo
     assert result.returncode == 0, "the quick demo failed (see the test above)"
     copy = tmp_path / "copied demo"
     shutil.copytree(out, copy, ignore=shutil.ignore_patterns("lock"))
-    command = [*demo[:demo.index("--out-dir")], "--out-dir", str(copy)]
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "start " not in again.stderr, again.stderr[-3000:]
-    # the dry run is what would run: after an edit to the training text, every step after it
+    options = demo[demo.index("--quick"):demo.index("--out-dir")]
+    assert options == ["--quick", "--updates", "60"]
+
+    def demo_plan(*argv):
+        return plan(recipe_graph(monkeypatch, "demo", *argv, "--out-dir", copy))
+
+    copied = demo_plan(*options)
+    assert copied.steps and not copied.pending() and not copied.unbuilt
     train_src = copy / "data" / "text" / "train.src"
     original = train_src.read_bytes()
     train_src.write_bytes(original + b"w1 w2\n")
-    planned = subprocess.run([*command, "--dry-run"], capture_output=True, text=True, timeout=300).stdout
-    steps = re.findall(r"^\[(done|run \([^)]*\))\] (train|translate|report) ", planned, re.M)
-    assert steps and all(state.startswith("run") for state, _ in steps), planned[-3000:]
+    edited = demo_plan(*options)
+    after = [step for step in edited.steps if step.name in ("train", "translate", "report")]
+    assert after and edited.pending() >= set(after)
     train_src.write_bytes(original)
-    notes = [copy / "transformer_abs" / "NOTES.txt", copy / "report" / "test" / "NOTES.txt"]
-    for note in notes:
-        note.write_text("mine\n")
-    before = (copy / "transformer_abs" / "checkpoint_best.pt").read_bytes()
-    (copy / "transformer_abs" / "checkpoint_mine.pt").write_bytes(b"a user's checkpoint")
-    notes.append(copy / "transformer_abs" / "checkpoint_mine.pt")
-    contents = {note: note.read_bytes() for note in notes}
-    changed = [*command[:command.index("--updates") + 1], "61", *command[command.index("--updates") + 2:],
-               "--systems", "transformer_abs,transformer_rel"]
-    redone = subprocess.run(changed, capture_output=True, text=True, timeout=600)
-    assert redone.returncode == 0, redone.stderr[-3000:]
-    assert "start train transformer_abs (done before with another command)" in redone.stderr
-    assert (copy / "transformer_abs" / "checkpoint_best.pt").read_bytes() != before
-    assert all(note.read_bytes() == contents[note] for note in notes)
+    changed = demo_plan("--quick", "--updates", "61")
+    trainings = [step for step in changed.steps if step.name == "train"]
+    assert {step.home.name for step in trainings} == SYSTEMS
+    assert all(changed.states[step].reason == "done before with another command" for step in trainings)
+    assert not [step for step in changed.pending() if step.home.is_relative_to(copy / "data")]
+    owned = [re.compile(pattern) for pattern in trainings[0].policy.owns]
+    assert not [name for name in ("checkpoint_mine.pt", "NOTES.txt") if any(m.fullmatch(name) for m in owned)]
+    assert all(any(m.fullmatch(path.name) for m in owned) for path in trainings[0].in_place_outputs)

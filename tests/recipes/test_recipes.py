@@ -1,6 +1,7 @@
 """The recipes' command lines (scripts/*.sh over python -m relpos_recipes): bad options are refused
-up front, naming the option and what it expects, before any folder is made; a folder is used
-by one run at a time."""
+up front, naming the option and what it expects, before any folder is made; a folder no run
+made is refused, never deleted; a folder is used by one run at a time; every script has its
+--help.  What the options make of a recipe's plan, in-process (recipe_graphs.py)."""
 import os
 import re
 import subprocess
@@ -11,9 +12,16 @@ from relpos_recipes.engine import FolderLock, StepError
 from relpos_recipes.engine.local import Outcome
 from relpos_recipes.graphs.demo import print_outputs
 from conftest import REPO_ROOT, run_command
+from recipe_graphs import recipe_graph, steps_named, words
 
 REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
+ALL_SCRIPTS = [
+    "prepare-wmt19-de-en.sh", "prepare-wmt19-zh-en.sh", "prepare-toy.sh", "demo.sh", "leaderboard.sh",
+    "build-test-sets.sh", "train.sh", "prepare-tatoeba.sh", "reproduce/tatoeba.sh",
+    "translate.sh", "reproduce/table1.sh", "reproduce/table2.sh", "reproduce/table3.sh",
+    "reproduce/table4.sh", "reproduce/table5.sh", "reproduce/scan.sh",
+]
 
 
 def script(name, *args, env=None):
@@ -57,20 +65,22 @@ def test_a_file_where_a_folder_is_expected_is_refused(tmp_path):
     assert (tmp_path / "a file").read_text() == "mine\n"
 
 
-def test_options_with_an_equals_sign_are_options_as_any_other(tmp_path):
+def test_options_with_an_equals_sign_are_options_as_any_other(tmp_path, monkeypatch):
     """--out-dir=DIR, --updates=N and --train-limit=N are read as their spaced forms are, the
     defaults that depend on --data set after them, once (SMOKE=1 used to replace them)."""
-    proc = script("leaderboard.sh", "--quick", "--systems", "transformer_abs", f"--out-dir={tmp_path / 'board'}",
-                  "--updates=150", "--train-limit=20", "--dry-run")
-    assert proc.returncode == 0, proc.stderr
-    assert f"{tmp_path / 'board'}/leaderboard/models/transformer_abs-lr3e-3" in proc.stdout
-    assert "--max-update 150" in proc.stdout and "--max-len 20" in proc.stdout and "runs/demo" not in proc.stdout
+    graph = recipe_graph(monkeypatch, "leaderboard", "--quick", "--systems", "transformer_abs",
+                         f"--out-dir={tmp_path / 'board'}", "--updates=150", "--train-limit=20")
+    (training,) = steps_named(graph, "train")
+    assert training.home == tmp_path / "board" / "leaderboard" / "models" / "transformer_abs-lr3e-3"
+    assert "--max-update 150" in words(training)
+    assert any("--max-len 20" in words(step) for step in graph.job("prepare").steps)
+    steps = [step for job in graph.jobs for step in job.steps]
+    assert all(step.home.is_relative_to(tmp_path / "board") for step in steps)
 
 
-def test_the_quick_leaderboard_trains_at_most_200_updates():
-    proc = script("leaderboard.sh", "--quick", "--systems", "transformer_abs", "--dry-run")
-    assert proc.returncode == 0, proc.stderr
-    caps = set(re.findall(r"--max-update (\d+)", proc.stdout))
+def test_the_quick_leaderboard_trains_at_most_200_updates(monkeypatch):
+    graph = recipe_graph(monkeypatch, "leaderboard", "--quick", "--systems", "transformer_abs")
+    caps = {re.search(r"--max-update (\d+)", words(step)).group(1) for step in steps_named(graph, "train")}
     assert caps == {"200"}, caps
 
 
@@ -165,15 +175,17 @@ def test_an_option_given_twice_takes_its_last_value_as_fairseq_does():
     assert option_value(["--lr", "1"], "--max-update") is None
 
 
-def test_a_system_whose_options_change_its_positions_is_labelled_and_saved_as_what_it_is(tmp_path):
+def test_a_system_whose_options_change_its_positions_is_labelled_and_saved_as_what_it_is(tmp_path, monkeypatch):
     """TRAIN_EXTRA_ARGS="--encoder-pos alibi" makes transformer_abs an ALiBi encoder: the
     report calls it so, and it trains into a folder of its own, never transformer_abs's."""
-    out = script("reproduce/table3.sh", "--dry-run", "--work-root", tmp_path / "w", "--runs-root", tmp_path / "r",
-                 env={"TRAIN_EXTRA_ARGS": "--encoder-pos alibi"})
-    assert out.returncode == 0, out.stderr
-    assert "Absolute@100 (transformer_abs[encoder alibi])=" in out.stdout
-    folder = re.search(r"wmt19-de-en/(transformer_abs-len100-[0-9a-f]{8})/", out.stdout)
-    assert folder and "wmt19-de-en/transformer_abs-len100/" not in out.stdout
+    monkeypatch.setenv("TRAIN_EXTRA_ARGS", "--encoder-pos alibi")
+    monkeypatch.delenv("SMOKE", raising=False)
+    graph = recipe_graph(monkeypatch, "table3", "--work-root", tmp_path / "w", "--runs-root", tmp_path / "r")
+    folders = {step.home.name for step in steps_named(graph, "train")}
+    assert any(re.fullmatch(r"transformer_abs-len100-[0-9a-f]{8}", name) for name in folders)
+    assert "transformer_abs-len100" not in folders
+    (report,) = graph.job("report-table3").later.preview()
+    assert "Absolute@100 (transformer_abs[encoder alibi])=" in words(report)
 
 
 def test_a_folder_the_first_engine_prepared_is_done_after_the_move(tmp_path):
@@ -208,3 +220,95 @@ def test_an_environment_serving_another_checkout_is_refused_not_taken_over(tmp_p
     assert proc.returncode == 1
     assert f"the environment {venv} serves the checkout {other}" in proc.stderr
     assert "python3 -m venv DIR" in proc.stderr
+
+
+@pytest.mark.parametrize("script", ALL_SCRIPTS)
+def test_help(script):
+    text = (SCRIPTS / script).read_text()
+    assert "set -euo pipefail" in text
+    out = run_command(["bash", SCRIPTS / script, "--help"]).stdout
+    assert "Usage:" in out and "--help" in out
+
+
+@pytest.mark.parametrize("name", ["demo.sh", "leaderboard.sh"])
+@pytest.mark.parametrize("gpus, message", [
+    ("x", "--gpus: expected the number of GPUs to use (0 for CPU cores only), got 'x'"),
+    ("99", "--gpus 99 but torch sees"),
+])
+def test_demo_and_leaderboard_refuse_gpus_they_do_not_have(name, gpus, message, tmp_path):
+    out = tmp_path / "out"
+    proc = script(name, "--systems", "transformer_abs", "--gpus", gpus, "--out-dir", out)
+    assert proc.returncode != 0 and message in proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name, option, extra", [
+    ("prepare-toy.sh", "--work-dir", []),
+    ("prepare-wmt19-de-en.sh", "--work-dir", ["--offline"]),
+    ("prepare-tatoeba.sh", "--out-dir", ["--download"]),  # the message names the script's own option
+])
+def test_prepare_refuses_a_folder_it_did_not_make(name, option, extra, tmp_path):
+    """Preparing clears temporary files and rewrites its outputs: never in someone else's
+    folder.  Corpora placed in raw/ beforehand are welcome."""
+    work = tmp_path / "work"
+    (work / "raw").mkdir(parents=True)
+    (work / "notes.txt").write_text("mine\n")
+    (work / "draft.tmp.123").write_text("mine too\n")
+    proc = script(name, option, work, *extra)
+    assert proc.returncode != 0
+    assert f"{option} {work} holds files that no preparation made, such as draft.tmp.123,notes.txt" in proc.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["draft.tmp.123", "notes.txt", "raw"]
+
+
+def test_prepare_refuses_an_empty_max_len(tmp_path):
+    proc = script("prepare-toy.sh", "--work-dir", tmp_path / "w", "--max-len", "")
+    assert proc.returncode != 0 and "--max-len is empty" in proc.stderr
+    assert not (tmp_path / "w" / "data-bin").exists()
+
+
+def test_table3_checks_architectures_before_any_work(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = script("reproduce/table3.sh", "--work-root", tmp_path / "w", "--runs-root", tmp_path / "r", "--offline",
+                  "--local-dir", empty, "--system", "X@100=transformer_bogus@100")
+    assert proc.returncode != 0
+    assert "--system: unknown architecture transformer_bogus" in proc.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
+
+
+def test_demo_refuses_duplicate_systems(tmp_path):
+    proc = script("demo.sh", "--systems", "transformer_abs,transformer_rel,transformer_abs", "--out-dir",
+                  tmp_path / "d")
+    assert proc.returncode != 0 and "--systems: names transformer_abs more than once" in proc.stderr
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("folder", ["data", "transformer_abs", "report/test"])
+def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder, monkeypatch):
+    """demo.sh --out-dir D refuses a folder of D that it did not make, before any work (in-process:
+    before its graph is built), and leaves it as it was."""
+    out = tmp_path / "d"
+    mine = out / folder / "my notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep me\n")
+    with pytest.raises(StepError, match=re.escape(f"{out / folder} exists and was not made by demo.sh")):
+        recipe_graph(monkeypatch, "demo", "--quick", "--systems", "transformer_abs", "--out-dir", out, dry_run=False)
+    assert mine.read_text() == "keep me\n"
+    assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
+
+
+def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path, monkeypatch):
+    """A user's hyp.txt in OUT/SYSTEM/test/ (a folder the demo made: it has step manifests) is
+    refused by name when the run is planned, before any work, as train.sh refuses checkpoints
+    no run made."""
+    from relpos_recipes.engine.plan import plan
+
+    out = tmp_path / "d"
+    (out / "transformer_abs" / ".steps").mkdir(parents=True)
+    mine = out / "transformer_abs" / "test" / "hyp.txt"
+    mine.parent.mkdir()
+    mine.write_text("my translation\n")
+    graph = recipe_graph(monkeypatch, "demo", "--quick", "--systems", "transformer_abs", "--out-dir", out)
+    with pytest.raises(StepError, match=re.escape(f"{mine.parent} holds hyp.txt that no run of this recipe made")):
+        plan(graph)
+    assert mine.read_text() == "my translation\n"

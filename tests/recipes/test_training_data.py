@@ -1,8 +1,11 @@
 """What a preparation keeps besides the pairs within the limit: a length band
 (relpos_recipes.tools.filter_pairs --band) and the concatenation augmentation
-(relpos_recipes.tools.concat_augment), on hand-made files, in-process."""
+(relpos_recipes.tools.concat_augment), on hand-made files, in-process; the length filter's
+counts and a test set's sentences joined by two or three (text.py concat-lines), through their
+command lines."""
 import json
 import random
+import sys
 
 import pytest
 
@@ -10,7 +13,8 @@ from relpos_analysis.buckets import Bucket, parse_band, parse_bands
 from relpos_analysis.io import InputError
 from relpos_recipes.tools import concat_augment, filter_pairs
 from relpos_recipes.tools.text import joined
-from test_pipelines import lines
+from conftest import run_command as run
+from test_pipelines import lines, tool
 
 
 def write(path, rows):
@@ -122,3 +126,34 @@ def test_concat_seq_and_the_augmentation_join_sentences_alike(tmp_path):
     write(tmp_path / "two.de", ["a b .", "c d ."])
     text.main(["concat-lines", "--n", "2", "--input", str(tmp_path / "two.de"), "--out", str(tmp_path / "joined.de")])
     assert lines(tmp_path / "joined.de") == [joined(("a b .", "c d ."))] == ["a b . c d ."]
+
+
+def test_filter_pairs_counts(tmp_path):
+    src = ["a " * 3, "a " * 10, "", "a " * 2, "a " * 4]
+    tgt = ["b " * 3, "b " * 2, "b", "b " * 30, "b " * 4]
+    (tmp_path / "s").write_text("\n".join(x.strip() for x in src) + "\n")
+    (tmp_path / "t").write_text("\n".join(x.strip() for x in tgt) + "\n")
+    out = run([sys.executable, "-m", "relpos_recipes.tools.filter_pairs", "--src", tmp_path / "s", "--tgt",
+               tmp_path / "t", "--out-src", tmp_path / "os", "--out-tgt", tmp_path / "ot",
+               "--max-len", "5", "--report", tmp_path / "f.txt"]).stdout
+    # removed: line 2 (source 10 > 5), line 4 (target 30 > 5); the empty source is kept here
+    assert "kept 3 of 5 pairs (60.00%), removed 2 (40.00%)" in out
+    assert lines(tmp_path / "os") == ["a a a", "", "a a a a"]
+    assert json.loads((tmp_path / "f.json").read_text())["removed"] == 2
+    out = run([sys.executable, "-m", "relpos_recipes.tools.filter_pairs", "--src", tmp_path / "s", "--tgt",
+               tmp_path / "t", "--out-src", tmp_path / "os", "--out-tgt", tmp_path / "ot",
+               "--min-len", "1", "--max-ratio", "9"]).stdout
+    # removed: the empty source; 2 vs 30 tokens (ratio 15)
+    assert "kept 3 of 5 pairs" in out
+    assert not list(tmp_path.glob("*.tmp.*"))
+
+
+def test_concat_lines_by_two_and_three(tmp_path):
+    (tmp_path / "odd").write_text("1\n2\n3\n4\n5\n")
+    (tmp_path / "even").write_text("a b\nc\n")
+    for n, source, out in ((2, "odd", "odd.cat"), (2, "even", "even.cat"), (3, "odd", "odd.cat3"), (3, "even", "even.cat3")):
+        tool("concat-lines", "--n", n, "--input", tmp_path / source, "--out", tmp_path / out)
+    assert lines(tmp_path / "odd.cat") == ["1 2", "3 4", "5"]
+    assert lines(tmp_path / "even.cat") == ["a b c"]
+    assert lines(tmp_path / "odd.cat3") == ["1 2 3", "4 5"]
+    assert lines(tmp_path / "even.cat3") == ["a b c"]
