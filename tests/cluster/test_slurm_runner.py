@@ -188,14 +188,21 @@ def test_ctrl_c_under_wait_says_the_jobs_go_on_and_how_to_follow_or_cancel_them(
                "--slurm-args=--hold", "--wait"]
     with open(stderr, "w") as err:
         proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
-                                env={**os.environ, "SLURM_CONF": slurm}, start_new_session=True)
+                                env={**os.environ, "SLURM_CONF": slurm, "PYTHONFAULTHANDLER": "1"},
+                                start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while "waiting for" not in stderr.read_text():
             assert proc.poll() is None and time.monotonic() < deadline, stderr.read_text()
             time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C reaches the terminal's foreground group
-        assert proc.wait(60) == 130
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:  # where it was stuck: faulthandler prints every thread's stack
+            os.kill(proc.pid, signal.SIGABRT)
+            proc.wait(30)
+            pytest.fail("the runner did not end within 60 s of Ctrl-C; its stderr:\n" + stderr.read_text())
+        assert code == 130, stderr.read_text()
         ids = submitted_ids(out)
         said = stderr.read_text()
         assert len(ids) == 3 and "the steps that were running were stopped" not in said  # data, system, report
