@@ -429,9 +429,10 @@ def capabilities(cls) -> Dict[str, Tuple[bool, str]]:
                             f"--attention-impl reference would leave out the term {flex_term} gives the kernel")
 
     def overridden(method):
-        return _overrides(cls, method), f"it {'overrides' if _overrides(cls, method) else 'does not override'} {method}"
+        value = _overrides(cls, method)
+        return value, f"it {'overrides' if value else 'does not override'} {method}"
 
-    uncovered = [f"overrides {term} but not {flex_term}" for term, flex_term in FLEX_TERMS.items()
+    uncovered = [f"overrides {term} without {flex_term}" for term, flex_term in FLEX_TERMS.items()
                  if _overrides(cls, term) and not _overrides(cls, flex_term)]
     if _overrides(cls, "value_term"):
         uncovered.append("overrides value_term, which a FlexAttention kernel cannot add")

@@ -104,7 +104,7 @@ def test_a_flag_that_disagrees_with_the_methods_is_refused_naming_the_class():
             def transform_logits(self, logits, q, k, span):
                 return logits
 
-    with pytest.raises(TypeError, match=r"BoastfulBias sets flex_covered = True, but it overrides logit_bias but not "
+    with pytest.raises(TypeError, match="BoastfulBias sets flex_covered = True, but it overrides logit_bias without "
                                         "flex_bias"):
         class BoastfulBias(AttentionScheme):
             flex_covered = True
