@@ -53,13 +53,13 @@ def _layer_stack(cfg, layerdrop, layers: List[nn.Module]) -> nn.ModuleList:
 class _PositionedStack:
     """What the encoder and the decoder share: the positions of a pass (drawn while
     training, by a ``rand`` scheme), the embedding front end with its input scheme, a stack
-    of layers each with its attention scheme, the final layer norm, and the memo through
-    which the layers of one pass share position terms."""
+    of layers each with its attention scheme, and the final layer norm.  Each pass makes the
+    memo through which its layers share position terms (:class:`PassMemo`) and hands it
+    down to them."""
 
     def _build_stack(self, cfg, side_cfg, spec: PositionSpec, max_positions, embed_tokens, causal, make_layer,
                      final_norm=True):
-        """``make_layer(index, attention scheme)`` builds a layer; ``self.position_memo`` is
-        there for it."""
+        """``make_layer(index, attention scheme)`` builds a layer."""
         context = StackContext(
             embed_dim=side_cfg.embed_dim,
             num_heads=side_cfg.attention_heads,
@@ -69,7 +69,6 @@ class _PositionedStack:
         )
         self.training_positions = spec.build_training_positions(context)
         self.front_end = _EmbeddingFrontEnd(cfg, embed_tokens, context, spec)
-        self.position_memo = PassMemo()
         attention_schemes = spec.build_attention_layers(context)
         self.layers = _layer_stack(
             cfg, side_cfg.layerdrop, [make_layer(index, positions) for index, positions in enumerate(attention_schemes)]
@@ -116,8 +115,7 @@ class RelPosEncoder(_PositionedStack, FairseqEncoder):
         super().__init__(dictionary)
         self.attention_impl = attention_impl
         self._build_stack(cfg, cfg.encoder, spec, cfg.max_source_positions, embed_tokens, causal=False,
-                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, self.position_memo,
-                                                                                 attention_impl))
+                          make_layer=lambda index, positions: RelPosEncoderLayer(cfg, positions, attention_impl))
 
     def forward(
         self,
@@ -133,11 +131,11 @@ class RelPosEncoder(_PositionedStack, FairseqEncoder):
         x = x.transpose(0, 1)  # T x B x C
         layer_padding_mask = padding_mask if padding_mask.any() else None
         states = [x] if return_all_hiddens else []
-        with self.position_memo.open():
-            for layer in self.layers:
-                x = layer(x, layer_padding_mask, positions)
-                if return_all_hiddens:
-                    states.append(x)
+        memo = PassMemo()
+        for layer in self.layers:
+            x = layer(x, layer_padding_mask, positions, memo)
+            if return_all_hiddens:
+                states.append(x)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         lengths = (~padding_mask).sum(dim=1, dtype=torch.int32).reshape(-1, 1)
@@ -174,11 +172,9 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
             cross=True,
         )
         cross_schemes = cross_spec.build_attention_layers(cross_context)
-        self.cross_memo = PassMemo()  # what the encoder-decoder attention of the layers shares
 
         def make_layer(index, positions):
-            return RelPosDecoderLayer(cfg, positions, self.position_memo, cross_schemes[index], self.cross_memo,
-                                      attention_impl)
+            return RelPosDecoderLayer(cfg, positions, cross_schemes[index], attention_impl)
 
         self._build_stack(cfg, cfg.decoder, spec, cfg.max_target_positions, embed_tokens, causal=True,
                           make_layer=make_layer, final_norm=not cfg.no_decoder_final_norm)
@@ -238,15 +234,17 @@ class RelPosDecoder(_PositionedStack, FairseqIncrementalDecoder):
             alignment_layer = len(self.layers) - 1
 
         attn, inner_states = None, [x]
-        with self.position_memo.open(), self.cross_memo.open():
-            for index, layer in enumerate(self.layers):
-                x, layer_attn = layer(
-                    x, source, source_padding_mask, self_attn_padding_mask, incremental_state,
-                    need_head_weights=index == alignment_layer, token_positions=positions,
-                )
-                inner_states.append(x)
-                if index == alignment_layer and layer_attn is not None:
-                    attn = layer_attn.float().to(x)
+        # what the self-attention of the layers shares, and what their encoder-decoder attention does
+        memo, cross_memo = PassMemo(), PassMemo()
+        for index, layer in enumerate(self.layers):
+            x, layer_attn = layer(
+                x, source, source_padding_mask, self_attn_padding_mask, incremental_state,
+                need_head_weights=index == alignment_layer, token_positions=positions, memo=memo,
+                cross_memo=cross_memo,
+            )
+            inner_states.append(x)
+            if index == alignment_layer and layer_attn is not None:
+                attn = layer_attn.float().to(x)
         if attn is not None:
             if alignment_heads is not None:
                 attn = attn[:alignment_heads]

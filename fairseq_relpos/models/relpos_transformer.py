@@ -1,7 +1,7 @@
-"""The ``relpos_transformer`` model and its architectures: presets over position schemes."""
+"""The ``relpos_transformer`` model, and its architectures registered with fairseq: presets
+over position schemes (the table is ``architectures.py``, the checks of the options
+``options.py``, a system's label ``labels.py``)."""
 import argparse
-import dataclasses
-import difflib
 import logging
 from types import SimpleNamespace
 
@@ -10,52 +10,16 @@ from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture
 
 from ..modules.attention import ATTENTION_IMPLS
-from ..modules.flex import check_flex, covered_schemes, refuse_training_on_cpu, uncovered
+from ..modules.flex import check_flex, covered_schemes, refuse_training_on_cpu
 from ..positions import SCHEMES, PositionSpec, settings_help
+# the table, the option checks and the label, imported from here since the first releases
+from .architectures import ARCHITECTURES, CROSS_ARCHITECTURES, STUDY_ARCHITECTURES, flex_covers  # noqa: F401
 from .encoder_decoder import UNBOUNDED_POSITIONS, RelPosDecoder, RelPosEncoder
+from .labels import POSITION_OPTIONS, effective_label, overridden_sides, system_label  # noqa: F401
+from .options import (STOCK_DEFAULTS, UNSUPPORTED_OPTIONS, position_specs, reject_misspelled,  # noqa: F401
+                      reject_unsupported)
 
 logger = logging.getLogger(__name__)
-
-#: stock transformer options this model does not implement, with what to use instead; a
-#: value other than fairseq's default is refused (every other option of fairseq's
-#: transformer is honoured, which tests/plugin/test_model_options.py checks option by option)
-UNSUPPORTED_OPTIONS = {
-    "encoder_learned_pos": "--encoder-pos abs_learned",
-    "decoder_learned_pos": "--decoder-pos abs_learned",
-    "no_token_positional_embeddings": "--encoder-pos none --decoder-pos none",
-    "adaptive_input": None,
-    "adaptive_softmax_cutoff": None,
-    "adaptive_softmax_dropout": None,
-    "adaptive_softmax_factor": None,
-    "tie_adaptive_weights": None,
-    "tie_adaptive_proj": None,
-    "cross_self_attention": None,
-    "no_cross_attention": None,
-    "encoder_layers_to_keep": None,
-    "decoder_layers_to_keep": None,
-    "quant_noise_pq": None,
-    "quant_noise_pq_block_size": None,
-    "quant_noise_scalar": None,
-    "encoder_embed_path": None,
-    "decoder_embed_path": None,
-    "encoder_xformers_att_config": None,
-    "decoder_xformers_att_config": None,
-    "base_layers": None,
-    "base_sublayers": None,
-    "base_shuffle": None,
-    "char_inputs": None,
-    "export": None,
-    "min_params_to_wrap": "--ddp-backend other than fully_sharded (layers are not wrapped one by one)",
-}
-
-
-def _stock_defaults():
-    defaults = argparse.Namespace()
-    base_architecture(defaults)
-    return vars(defaults)
-
-
-STOCK_DEFAULTS = _stock_defaults()
 
 
 @register_model("relpos_transformer")
@@ -120,9 +84,9 @@ class RelPosTransformerModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
-        _reject_misspelled(args, cls.add_args)
+        reject_misspelled(args, cls.add_args)
         relpos_base_architecture(args)
-        _reject_unsupported(args)
+        reject_unsupported(args)
         encoder_spec, decoder_spec = position_specs(args)
         cross_spec = PositionSpec.parse_across(args.cross_pos)
         if args.attention_impl == "flex":
@@ -150,89 +114,15 @@ class RelPosTransformerModel(TransformerModel):
             encoder_spec, decoder_spec, f", encoder-decoder attention {cross_spec}" if cross_spec.schemes else "",
             f"{count_parameters(model):,}", _table_note(model),
         )
-        overridden = _overridden_sides(args.arch, (encoder_spec, decoder_spec, cross_spec))
+        overridden = overridden_sides(args.arch, (encoder_spec, decoder_spec, cross_spec))
         if overridden and args.arch != "relpos_transformer":
             logger.warning(
                 "%s: the options change the architecture's position specs (%s); this system is %s, not %s",
-                args.arch, " ".join(f"--{side}-pos {spec}" for side, spec in overridden), _label(args.arch, overridden),
+                args.arch, " ".join(f"--{side}-pos {spec}" for side, spec in overridden), system_label(args.arch, overridden),
                 args.arch,
             )
         _accept_any_length(task, model)
         return model
-
-
-def position_specs(args):
-    """The encoder's and the decoder's :class:`PositionSpec` from the command line or a
-    checkpoint's arguments; ``--max-relative-position`` is the default ``k`` of the specs'
-    schemes (checkpoints before scheme settings carry it)."""
-    k = getattr(args, "max_relative_position", None)
-    if k is not None and k < 1:
-        raise ValueError(f"--max-relative-position must be >= 1, got {k}")
-    legacy = {} if k is None else {"k": k}
-    specs = (PositionSpec.parse(args.encoder_pos, "--encoder-pos", legacy),
-             PositionSpec.parse(args.decoder_pos, "--decoder-pos", legacy))
-    if k is not None and not any("k" in _field_names(name) for spec in specs for name, _ in spec.schemes):
-        logger.warning("--max-relative-position %d is not used: no scheme of --encoder-pos %s or "
-                       "--decoder-pos %s has a clipping distance k", k, *specs)
-    return specs
-
-
-def _field_names(name):
-    return {field.name for field in dataclasses.fields(SCHEMES[name].Settings)}
-
-
-SIDES = ("encoder", "decoder", "cross")
-
-
-def _specs(args):
-    """The encoder's, the decoder's and the encoder-decoder attention's specs of ``args``."""
-    return (*position_specs(args), PositionSpec.parse_across(args.cross_pos))
-
-
-def _overridden_sides(arch, specs):
-    """``(side, spec)`` for each side whose spec is not ``arch``'s preset."""
-    preset = argparse.Namespace()
-    ARCH_CONFIG_REGISTRY[arch](preset)
-    return [(side, spec) for side, spec, default in zip(SIDES, specs, _specs(preset)) if str(spec) != str(default)]
-
-
-def _label(arch, overridden) -> str:
-    if not overridden:
-        return arch
-    return f"{arch}[{', '.join(f'{side} {spec}' for side, spec in overridden)}]"
-
-
-#: the options that say what a system's position schemes are
-POSITION_OPTIONS = ("--encoder-pos", "--decoder-pos", "--cross-pos", "--max-relative-position")
-
-
-def effective_label(arch: str, train_args=()) -> str:
-    """The name of the system ``fairseq-train --arch ARCH TRAIN_ARGS…`` trains, for tables
-    and plots: ``arch`` when its position specs are the architecture's own, else ``arch``
-    followed by the sides that differ and their specs, in canonical form::
-
-        effective_label("transformer_abs", ["--encoder-pos", "alibi"])  # 'transformer_abs[encoder alibi]'
-        effective_label("transformer_rel", ["--max-relative-position", "8", "--lr", "1e-3"])
-        # 'transformer_rel[encoder shaw:k=8, decoder shaw:k=8]'
-
-    Sides are ``encoder``, ``decoder`` and ``cross`` (encoder-decoder attention).  Only
-    :data:`POSITION_OPTIONS` count (as ``--opt value`` or ``--opt=value``); other arguments are
-    ignored.  An unknown ``arch`` or a malformed spec raises ``ValueError`` naming it.  The label
-    holds spaces, brackets and spec characters (``:=,+``): quote it in a shell, and do not use
-    it as a file name."""
-    if arch != "relpos_transformer" and arch not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {arch!r}; expected relpos_transformer or one of "
-                         f"{', '.join(sorted(ARCHITECTURES))}")
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    for option in POSITION_OPTIONS:
-        parser.add_argument(option, type=int if option == "--max-relative-position" else str)
-    try:
-        options, _ = parser.parse_known_args([str(arg) for arg in train_args])
-    except SystemExit:  # argparse's way of saying an option lacks its value
-        raise ValueError(f"train arguments {list(train_args)!r}: one of {', '.join(POSITION_OPTIONS)} has no "
-                         "valid value") from None
-    ARCH_CONFIG_REGISTRY[arch](options)
-    return _label(arch, _overridden_sides(arch, _specs(options)))
 
 
 def _table_note(model) -> str:
@@ -269,32 +159,6 @@ def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def _reject_misspelled(args, add_args):
-    """An option of the model's that no parser knows but that is one letter or so from one of
-    ours (``--model-overrides "{'encoder_poss': 'rope'}"``, which fairseq sets silently) is
-    refused, naming the option it resembles."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_args(parser)
-    known = {action.dest for action in parser._actions}
-    ours = sorted(action.dest for group in parser._action_groups if "fairseq-relpos" in (group.title or "")
-                  for action in group._group_actions)
-    for name in vars(args):
-        close = [] if name in known else difflib.get_close_matches(name, ours, n=1, cutoff=0.8)
-        if close:
-            raise ValueError(f"unknown model option {name!r} (from --model-overrides?); did you mean {close[0]!r}?")
-
-
-def _reject_unsupported(args):
-    for option, instead in UNSUPPORTED_OPTIONS.items():
-        if getattr(args, option, None) not in (None, False, STOCK_DEFAULTS.get(option)):
-            flag = "--" + option.replace("_", "-")
-            hint = f"; use {instead}" if instead else ""
-            raise ValueError(f"relpos_transformer does not support {flag}{hint}")
-    output_dim = getattr(args, "decoder_output_dim", args.decoder_embed_dim)
-    if output_dim != args.decoder_embed_dim:
-        raise ValueError("relpos_transformer needs --decoder-output-dim equal to --decoder-embed-dim")
-
-
 @register_model_architecture("relpos_transformer", "relpos_transformer")
 def relpos_base_architecture(args):
     """Transformer base (6+6 layers, d 512, FFN 2048, 8 heads, dropout 0.1), embeddings not
@@ -323,51 +187,6 @@ def _default(args, option, value):
     an explicit value is honoured or refused, never replaced."""
     if getattr(args, option, None) is None:
         setattr(args, option, value)
-
-
-#: the reference study's systems (Rosendahl et al. 2019) and ablations: arch -> position
-#: spec of both stacks (docs/positions.md)
-STUDY_ARCHITECTURES = {
-    "transformer_abs": "abs",  # Absolute
-    "transformer_rel": "shaw",  # Relative
-    "transformer_rel_k": "shaw_k",  # Relative, γ^K only
-    "transformer_rel_v": "shaw_v",  # Shaw's a^V-only ablation
-    "transformer_rel_sin": "shaw_sin",  # Relative sinusoidal
-    "transformer_rel_abs": "abs+shaw",  # Relative and absolute
-    "transformer_lstm_pos": "lstm",  # LSTM
-    "transformer_nope": "none",  # no position at all
-    "transformer_abs_learned": "abs_learned",  # learned absolute
-}
-#: every architecture: the study's, the other papers' methods and today's standard ones
-ARCHITECTURES = {
-    **STUDY_ARCHITECTURES,
-    "transformer_t5": "t5",  # Raffel et al. 2020
-    "transformer_alibi": "alibi",  # Press et al. 2022
-    "transformer_rope": "rope",  # Su et al. 2021
-    "transformer_xl": "xl",  # Dai et al. 2019, as Huang et al. 2020 eq. 10
-    "transformer_rel_scalar": "rel_scalar",  # Chen et al. 2021 eq. 11
-    "transformer_abs_scalar": "abs_scalar",  # Chen et al. 2021 eq. 7
-    "transformer_huang1": "huang1",  # Huang et al. 2020 methods 1-4
-    "transformer_huang2": "huang2",
-    "transformer_huang3": "huang3",
-    "transformer_huang4": "huang4",
-    "transformer_shape": "abs+rand:shift=100",  # Kiyono et al. 2021
-    "transformer_kerple_log": "kerple_log",  # Chi et al. 2022
-    "transformer_kerple_power": "kerple_power",
-    "transformer_sandwich": "sandwich",  # Chi et al. 2023
-    "transformer_fire": "fire",  # Li et al. 2024
-    "transformer_ssmax": "rope+ssmax",  # Nakanishi 2025, over RoPE as in the paper's models
-    "transformer_rand": "abs+rand:max=1024",  # Ruoss et al. 2023
-    "transformer_alibi_cross": "alibi",  # ALiBi in every attention, encoder-decoder too (Marian)
-}
-#: the architectures with positions in encoder-decoder attention: arch -> --cross-pos spec
-CROSS_ARCHITECTURES = {"transformer_alibi_cross": "alibi"}
-
-
-def flex_covers(arch: str) -> bool:
-    """Whether ``--attention-impl flex`` covers every attention scheme of ``arch``."""
-    return not any(uncovered(PositionSpec.parse(spec)) for spec in (ARCHITECTURES[arch],
-                                                                       CROSS_ARCHITECTURES.get(arch, "none")))
 
 
 def _preset(spec, cross_spec):

@@ -88,9 +88,9 @@ class _PositionedAttention(nn.Module):
     """Multi-head attention with an optional :class:`AttentionScheme` (one scheme, or a
     chain of several); the module itself knows no scheme.
 
-    A scale per query (``logit_scale``) multiplies the queries and the bias on the SDPA path;
-    ``memo`` is the stack's :class:`PassMemo`, through which layers share position terms and
-    the key mask.
+    A scale per query (``logit_scale``) multiplies the queries and the bias on the SDPA path.
+    A call's ``memo`` is the :class:`PassMemo` of the stack's pass, through which its layers
+    share position terms and the key mask; a call given none makes its own.
     """
 
     #: the order in which the projections are created and initialised (it decides what a
@@ -104,7 +104,6 @@ class _PositionedAttention(nn.Module):
         dropout: float = 0.0,
         positions: Optional[AttentionScheme] = None,
         causal: bool = False,
-        memo: Optional[PassMemo] = None,
         kdim: Optional[int] = None,  # width of the keys' and values' input; default embed_dim
         impl: str = "reference",  # --attention-impl
     ):
@@ -120,7 +119,6 @@ class _PositionedAttention(nn.Module):
         self.dropout = dropout
         self.positions = positions
         self.causal = causal
-        self.memo = memo or PassMemo()
         self.impl = impl
         input_dims = {"q": embed_dim, "k": kdim or embed_dim, "v": kdim or embed_dim}
         for name in self.projection_order:
@@ -227,6 +225,7 @@ class RelPosSelfAttention(_PositionedAttention):
         incremental_state: IncrementalState = None,
         need_weights: bool = False,
         key_positions: Optional[Positions] = None,  # of the keys, cached and new; None: 0 … k_len-1
+        memo: Optional[PassMemo] = None,  # of the stack's pass
     ) -> Tuple[Tensor, Optional[Tensor]]:  # Tq x B x C, B x H x Tq x Tk
         q_len, bsz, _ = x.shape
         q = self._split_heads(self.q_proj(x)) * self.scaling  # B x H x Tq x dh
@@ -235,8 +234,8 @@ class RelPosSelfAttention(_PositionedAttention):
         cache = self._cache(incremental_state)
         q_start = cache["prev_key"].size(2) if "prev_key" in cache else 0
         key_padding_mask = self._keys_padding(cache, key_padding_mask, bsz, q_len)  # B x Tk, or None
-        span = AttentionSpan(q_start, q_len, q_start + q_len, self.causal, key_padding_mask, q.device, self.memo,
-                             keys=key_positions)
+        span = AttentionSpan(q_start, q_len, q_start + q_len, self.causal, key_padding_mask, q.device,
+                             PassMemo() if memo is None else memo, keys=key_positions)
         if self.positions is not None:  # rotations act at the tokens' positions, before the cache
             q, k = self.positions.rotate(q, span), self.positions.rotate(k, span)
         if incremental_state is not None:
@@ -294,6 +293,7 @@ class RelPosCrossAttention(_PositionedAttention):
         static_kv: bool = True,
         need_weights: bool = False,
         need_head_weights: bool = False,
+        memo: Optional[PassMemo] = None,  # of the stack's pass, for its encoder-decoder attention
     ) -> Tuple[Tensor, Optional[Tensor]]:  # Tq x B x C; H x B x Tq x Ts (or its mean over heads)
         if not static_kv:
             raise ValueError("RelPosCrossAttention attends to the encoder's output: static_kv must be True")
@@ -312,11 +312,12 @@ class RelPosCrossAttention(_PositionedAttention):
                 state["prev_key_padding_mask"] = key_padding_mask
             self.set_incremental_state(incremental_state, "attn_state", state)
         source_len = k.size(2)
+        memo = PassMemo() if memo is None else memo
         span = AttentionSpan(
-            q_start, q_len, source_len, False, key_padding_mask, q.device, self.memo,
+            q_start, q_len, source_len, False, key_padding_mask, q.device, memo,
             # the layers of a pass share the source's positions
-            keys=self.memo.get(("source_positions", source_len),
-                               lambda: Positions.counting(source_len, q.device, key_padding_mask)),
+            keys=memo.get(("source_positions", source_len),
+                          lambda: Positions.counting(source_len, q.device, key_padding_mask)),
             queries=Positions(torch.arange(q_start, q_start + q_len, device=q.device), start=q_start),
         )
         out, weights = self._attend(q, k, v, span, need_weights or need_head_weights)

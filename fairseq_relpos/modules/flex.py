@@ -1,5 +1,6 @@
-"""``--attention-impl flex``: the position terms of the schemes that say so (``flex_covered``)
-computed inside a FlexAttention kernel (``torch.nn.attention.flex_attention``): their biases
+"""``--attention-impl flex``: the position terms of the schemes it covers (``flex_covered``:
+each logit term of theirs has its kernel form, and they have no value term) computed inside
+a FlexAttention kernel (``torch.nn.attention.flex_attention``): their biases
 and factors as functions of the kernel's (batch, head, query, key) indices, reading tensors
 of a few values per distance or head, and the key mask as a block mask, so that no
 ``B x H x Tq x Tk`` bias is built.  On a CUDA device the kernel is compiled (fused); on the

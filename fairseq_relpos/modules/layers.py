@@ -49,11 +49,11 @@ class ResidualBlock(nn.Module):
 
 
 class RelPosEncoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo, attention_impl: str = "reference"):
+    def __init__(self, cfg, positions: Optional[AttentionScheme], attention_impl: str = "reference"):
         super().__init__()
         embed_dim = cfg.encoder.embed_dim
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False, memo=memo,
+            embed_dim, cfg.encoder.attention_heads, cfg.attention_dropout, positions, causal=False,
             impl=attention_impl,
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
@@ -61,27 +61,26 @@ class RelPosEncoderLayer(nn.Module):
         self.ffn_block = ResidualBlock(embed_dim, cfg.dropout, cfg.encoder.normalize_before)
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor],
-                token_positions: Optional[Positions] = None) -> Tensor:  # T x B x C
+                token_positions: Optional[Positions] = None, memo: Optional[PassMemo] = None) -> Tensor:  # T x B x C
         x = self.self_attn_block(
-            x, lambda h: self.self_attn(h, encoder_padding_mask, key_positions=token_positions)[0])
+            x, lambda h: self.self_attn(h, encoder_padding_mask, key_positions=token_positions, memo=memo)[0])
         return self.ffn_block(x, self.ffn)
 
 
 class RelPosDecoderLayer(nn.Module):
-    def __init__(self, cfg, positions: Optional[AttentionScheme], memo: PassMemo,
-                 cross_positions: Optional[AttentionScheme] = None, cross_memo: Optional[PassMemo] = None,
+    def __init__(self, cfg, positions: Optional[AttentionScheme], cross_positions: Optional[AttentionScheme] = None,
                  attention_impl: str = "reference"):
         super().__init__()
         embed_dim = cfg.decoder.embed_dim
         normalize_before = cfg.decoder.normalize_before
         self.self_attn = RelPosSelfAttention(
-            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True, memo=memo,
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, positions, causal=True,
             impl=attention_impl,
         )
         self.self_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.encoder_attn = RelPosCrossAttention(
             embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, cross_positions,
-            memo=cross_memo, kdim=cfg.encoder.embed_dim, impl=attention_impl,
+            kdim=cfg.encoder.embed_dim, impl=attention_impl,
         )
         self.encoder_attn_block = ResidualBlock(embed_dim, cfg.dropout, normalize_before)
         self.ffn = FeedForward(embed_dim, cfg.decoder.ffn_embed_dim, cfg.activation_fn, _activation_dropout(cfg))
@@ -96,10 +95,12 @@ class RelPosDecoderLayer(nn.Module):
         incremental_state: IncrementalState = None,
         need_head_weights: bool = False,  # return cross-attention weights, H x B x Tq x Ts
         token_positions: Optional[Positions] = None,  # of the target's tokens so far (self-attention's keys)
+        memo: Optional[PassMemo] = None,  # of the pass, for self-attention
+        cross_memo: Optional[PassMemo] = None,  # of the pass, for encoder-decoder attention
     ):
         x = self.self_attn_block(
             x, lambda h: self.self_attn(h, self_attn_padding_mask, incremental_state,
-                                        key_positions=token_positions)[0]
+                                        key_positions=token_positions, memo=memo)[0]
         )
         cross_attn = None
 
@@ -114,6 +115,7 @@ class RelPosDecoderLayer(nn.Module):
                 static_kv=True,
                 need_weights=need_head_weights,
                 need_head_weights=need_head_weights,
+                memo=cross_memo,
             )
             return out
 

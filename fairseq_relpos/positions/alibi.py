@@ -47,7 +47,6 @@ class ALiBi(AttentionScheme):
     built once per pass."""
 
     applies_across = True
-    flex_covered = True
 
     @dataclass(frozen=True)
     class Settings:
@@ -89,7 +88,7 @@ class ALiBi(AttentionScheme):
             return -self.slopes.abs() * distance.to(self.slopes.dtype)  # B|1 x H x Tq x Tk
 
         # fixed slopes make the same bias in every layer; trained ones are the layer's own
-        return span.once(id(self) if self.trainable else self.name, build).to(q.dtype)
+        return span.once(self if self.trainable else self.name, build).to(q.dtype)
 
     def flex_bias(self, q, k, span):
         distance = span.flex_relative_positions()

@@ -22,9 +22,13 @@ equation and which points it uses):
   5. :meth:`~AttentionScheme.value_term`: add to the output through the attention
      probabilities (``shaw``'s ``a^V``).
 
-  With ``--attention-impl flex`` a scheme that says so (``flex_covered``) gives its bias and
-  its factor of the logits as functions of the kernel's indices instead
-  (:meth:`~AttentionScheme.flex_bias`, :meth:`~AttentionScheme.flex_factor`).
+  With ``--attention-impl flex`` a scheme gives its bias and its factor of the logits as
+  functions of the kernel's indices instead (:meth:`~AttentionScheme.flex_bias`,
+  :meth:`~AttentionScheme.flex_factor`).
+
+  What the attention module needs to know of a scheme (``transforms_logits``,
+  ``has_value_term``, ``flex_covered``) follows from the methods its class overrides, when
+  the class is made; a class that sets one of these flags otherwise is refused.
 
 Positions are an explicit input (:class:`Positions`), the same for every scheme of a stack:
 input schemes read each token's position, attention schemes read them through the
@@ -37,7 +41,6 @@ needs to know which case it is in.  Distances are ``p_j - p_i``, key minus query
 """
 import dataclasses
 import math
-from contextlib import contextmanager
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 import torch
@@ -82,25 +85,16 @@ class PassMemo:
     """Values every layer of one forward pass of a stack may share (a distance index, a bias
     shared across layers), built by the first layer that asks for them.
 
-    The stack opens it for the length of one pass; nothing outlives the pass, so no tensor
-    made under ``torch.inference_mode()`` or holding an old autograd graph is ever reused.
-    Outside a pass (self-attention called on its own) nothing is remembered.
+    The stack makes one for each pass and hands it down to its layers (x-transformers'
+    pattern); it goes with the pass, so no tensor made under ``torch.inference_mode()`` or
+    holding an old autograd graph is ever reused.  An attention call given none (called on
+    its own) makes its own.
     """
 
     def __init__(self):
-        self._values: Optional[Dict[Hashable, Any]] = None
-
-    @contextmanager
-    def open(self):
-        outer, self._values = self._values, {}
-        try:
-            yield
-        finally:
-            self._values = outer
+        self._values: Dict[Hashable, Any] = {}
 
     def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
-        if self._values is None:
-            return build()
         if key not in self._values:
             self._values[key] = build()
         return self._values[key]
@@ -182,7 +176,8 @@ class AttentionSpan:
     def once(self, key: Hashable, build: Callable[[], Any]) -> Any:
         """``build()`` for this call's queries and keys, built by the first layer of the pass
         that asks with ``key`` and shared by the others (a bias shared across layers: key it
-        by the scheme instance; one that is the same in every layer: by the scheme's name)."""
+        by the scheme itself, which the memo then holds while the pass lasts, so that no
+        other object takes its place; one that is the same in every layer: by its name)."""
         return self.memo.get((key, self.q_start, self.q_len, self.k_len), build)
 
     def distances(self, lowest: int, highest: int) -> Tensor:
@@ -283,6 +278,10 @@ class PositionScheme(nn.Module):
     family: Optional[str] = None
     #: whether the scheme reads the tokens' positions (a scheme that reads only their order does not)
     reads_positions = True
+    #: whether the scheme serves encoder-decoder attention (``--cross-pos``; attention schemes
+    #: only): it reads the span's positions or counts its keys, never distances within one
+    #: sequence (which :class:`AttentionSpan` refuses across sequences)
+    applies_across = False
 
     def __init__(self, settings, context: StackContext):
         super().__init__()
@@ -351,18 +350,27 @@ class TrainingPositions(PositionScheme):
 
 
 class AttentionScheme(PositionScheme):
-    """Position terms of one attention layer; every default adds nothing."""
+    """Position terms of one attention layer; every default adds nothing.
 
-    #: whether :meth:`transform_logits` / :meth:`value_term` do anything: either needs the
+    Its capabilities are derived from the methods a class overrides (:func:`capabilities`),
+    so that the attention module never skips a term a scheme has."""
+
+    #: whether the scheme has :meth:`transform_logits` / :meth:`value_term`: either needs the
     #: explicit softmax, so attention cannot go through the fused kernel
     transforms_logits = False
     has_value_term = False
-    #: whether the scheme serves encoder-decoder attention (``--cross-pos``): it reads the
-    #: span's positions or counts its keys, never distances within one sequence
-    applies_across = False
     #: whether ``--attention-impl flex`` covers the scheme: its logit terms, if it has any, are
     #: computed inside the FlexAttention kernel (:meth:`flex_bias`, :meth:`flex_factor`)
-    flex_covered = False
+    flex_covered = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for flag, (value, reason) in capabilities(cls).items():
+            given = cls.__dict__.get(flag, value)
+            if not (isinstance(given, bool) and given == value):
+                raise TypeError(f"{cls.__module__}.{cls.__qualname__} sets {flag} = {given!r}, but {reason}: the "
+                                "flag follows from the methods the scheme overrides; remove it")
+            setattr(cls, flag, value)
 
     @classmethod
     def build_layers(cls, settings, context: StackContext) -> List["AttentionScheme"]:
@@ -401,6 +409,40 @@ class AttentionScheme(PositionScheme):
         """Inside a FlexAttention kernel, the factor by which :meth:`transform_logits`
         multiplies the content logit, where the transform is one (``huang1``, ``huang2``)."""
         return None
+
+
+#: a term of the reference path, and the method that gives it inside a FlexAttention kernel
+FLEX_TERMS = {"logit_bias": "flex_bias", "transform_logits": "flex_factor"}
+
+
+def _overrides(cls, method: str) -> bool:
+    return getattr(cls, method) is not getattr(AttentionScheme, method)
+
+
+def capabilities(cls) -> Dict[str, Tuple[bool, str]]:
+    """``flag -> (value, why)`` of an attention scheme class, from the methods it overrides;
+    refuses a class whose kernel term has no reference term (``flex_bias`` without
+    ``logit_bias``): the reference path would leave it out."""
+    for term, flex_term in FLEX_TERMS.items():
+        if _overrides(cls, flex_term) and not _overrides(cls, term):
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__} overrides {flex_term} but not {term}: "
+                            f"--attention-impl reference would leave out the term {flex_term} gives the kernel")
+
+    def overridden(method):
+        value = _overrides(cls, method)
+        return value, f"it {'overrides' if value else 'does not override'} {method}"
+
+    uncovered = [f"overrides {term} without {flex_term}" for term, flex_term in FLEX_TERMS.items()
+                 if _overrides(cls, term) and not _overrides(cls, flex_term)]
+    if _overrides(cls, "value_term"):
+        uncovered.append("overrides value_term, which a FlexAttention kernel cannot add")
+    return {
+        "transforms_logits": overridden("transform_logits"),
+        "has_value_term": overridden("value_term"),
+        "flex_covered": (not uncovered, "it " + " and ".join(uncovered) if uncovered else
+                         "it gives every logit term it has to the kernel (flex_bias, flex_factor) and has no "
+                         "value term"),
+    }
 
 
 class TableTooShort(ValueError):

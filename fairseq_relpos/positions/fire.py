@@ -61,7 +61,7 @@ class FIRE(AttentionScheme):
 
     def logit_bias(self, q, k, span):
         # layers that share the MLP share the bias too: it is built once per pass
-        return span.once(id(self), lambda: self._bias(span)).to(q.dtype)
+        return span.once(self, lambda: self._bias(span)).to(q.dtype)
 
     def _bias(self, span):
         distance = signed_distances(span).float()  # B|1 x Tq x Tk, p_j - p_i

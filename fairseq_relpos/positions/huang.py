@@ -32,8 +32,6 @@ class _HuangScalar(DistanceTableScheme):
 
     Settings = HuangSettings
     family = "logit_transform"
-    transforms_logits = True
-    flex_covered = True
 
     def __init__(self, settings, context):
         super().__init__(settings, context)
@@ -69,7 +67,6 @@ class HuangMethod3(DistanceTableScheme):
 
     Settings = HuangSettings
     family = "logit_transform"
-    transforms_logits = True
     pairwise_chunk_elements = 2 ** 24  # 64 MiB of float32 per chunk
 
     def __init__(self, settings, context):

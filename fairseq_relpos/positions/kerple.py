@@ -57,7 +57,6 @@ class _KernelBias(AttentionScheme):
     r1_scale: float
     r2_scale: float
     r2_highest: Optional[float] = None
-    flex_covered = True
 
     def __init__(self, settings, context):
         super().__init__(settings, context)

@@ -32,7 +32,6 @@ class RotaryPositions(AttentionScheme):
     queries and keys by ``0.1·ln(factor) + 1`` (Peng et al. 2023).  None adds a parameter, so
     a model trained without scaling loads with it."""
 
-    flex_covered = True  # a rotation, before any kernel: nothing to compute inside one
 
     @dataclass(frozen=True)
     class Settings:

@@ -43,7 +43,6 @@ class Sandwich(AttentionScheme):
         self.register_buffer("head_scales", (context.num_heads / (8 * heads)).view(-1, 1, 1),
                              persistent=False)  # H x 1 x 1
 
-    flex_covered = True
 
     def logit_bias(self, q, k, span):
         def build():

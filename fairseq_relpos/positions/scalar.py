@@ -29,7 +29,6 @@ class RelativeScalar(DistanceTableScheme):
         self.table = nn.Parameter(torch.empty(self.num_distances, self.num_tables))  # R x H|1
         nn.init.normal_(self.table, std=context.embed_dim ** -0.5)
 
-    flex_covered = True
 
     def logit_bias(self, q, k, span):
         def build():
@@ -37,7 +36,7 @@ class RelativeScalar(DistanceTableScheme):
             # indexed along the last dimension: the bias is contiguous in the keys, as fused kernels need
             return self.table[needed].t()[:, index].unsqueeze(0)  # 1 x H|1 x Tq x Tk
 
-        return span.once(id(self), build).to(q.dtype)
+        return span.once(self, build).to(q.dtype)
 
     def flex_bias(self, q, k, span):
         needed, row = self.flex_window(span)

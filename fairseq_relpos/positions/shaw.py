@@ -37,10 +37,11 @@ class ShawSettings:
 
 
 class ShawPositions(AttentionScheme):
+    """The tables of Shaw's terms; :class:`ShawKeyTerm` and :class:`ShawValueTerm` add the
+    terms, and with them their tables."""
+
     Settings = ShawSettings
     family = "shaw"
-    use_keys = True
-    use_values = True
 
     def __init__(self, settings, context):
         super().__init__(settings, context)
@@ -54,8 +55,8 @@ class ShawPositions(AttentionScheme):
         return [self.settings.k + 2]  # the first length with a distance beyond k, clipped
 
     def add_tables(self):
-        self.key_table = self._trained_table() if self.use_keys else None  # [H x] R x dh
-        self.value_table = self._trained_table() if self.use_values else None  # [H x] R x dh
+        self.key_table = self._trained_table() if isinstance(self, ShawKeyTerm) else None  # [H x] R x dh
+        self.value_table = self._trained_table() if isinstance(self, ShawValueTerm) else None  # [H x] R x dh
 
     def _trained_table(self):
         shape = (self.num_distances, self.context.head_dim)
@@ -63,33 +64,31 @@ class ShawPositions(AttentionScheme):
             shape = (self.context.num_heads,) + shape
         return xavier_per_head(nn.Parameter(torch.empty(shape)))
 
-    @property
-    def has_value_term(self):
-        return self.value_table is not None
-
     def _reached(self, table, span):
         """The rows of ``table`` this call reaches (``H|1 x R x dh``) and each (query, key)
         pair's row among them (``Tq x Tk``)."""
         rows, index = reached_rows(span, -self.settings.k, self.highest)
         return per_head(table)[:, rows], index
 
+
+class ShawKeyTerm(ShawPositions):
+    """``q_i·a^K_ij``: a logit bias."""
+
     def logit_bias(self, q, k, span):
-        if self.key_table is None:
-            return None
         table, index = self._reached(self.key_table, span)
         per_distance = _with_each_row(q, table)  # B x H x Tq x R
         return per_distance.gather(-1, index.expand(q.size(0), q.size(1), -1, -1))  # B x H x Tq x Tk
 
     def flex_bias(self, q, k, span):
-        if self.key_table is None:
-            return None
         rows, row = flex_reached_rows(span, -self.settings.k, self.highest)
         per_distance = _with_each_row(q, per_head(self.key_table)[:, rows])  # B x H x Tq x R
         return lambda b, h, q_idx, kv_idx: per_distance[b, h, q_idx, row(b, q_idx, kv_idx)]
 
+
+class ShawValueTerm(ShawPositions):
+    """``Σ_j α_ij a^V_ij``: a value term."""
+
     def value_term(self, probs, span):
-        if self.value_table is None:
-            return None
         table, index = self._reached(self.value_table, span)
         bsz, heads, q_len, _ = probs.shape
         per_distance = probs.new_zeros(bsz, heads, q_len, table.size(1))
@@ -102,27 +101,22 @@ def _with_each_row(q, table):  # B x H x Tq x dh, H|1 x R x dh -> B x H x Tq x R
 
 
 @register_scheme("shaw")
-class ShawKeyValuePositions(ShawPositions):
+class ShawKeyValuePositions(ShawKeyTerm, ShawValueTerm):
     """Relative positions on keys and values (Rosendahl et al.'s "Relative")."""
 
 
 @register_scheme("shaw_k")
-class ShawKeyPositions(ShawPositions):
+class ShawKeyPositions(ShawKeyTerm):
     """Relative positions on keys only (Rosendahl et al.'s "γ^K-only"): a pure logit bias."""
-
-    use_values = False
-    flex_covered = True
 
 
 @register_scheme("shaw_v")
-class ShawValuePositions(ShawPositions):
+class ShawValuePositions(ShawValueTerm):
     """Relative positions on values only (Shaw et al.'s ablation)."""
-
-    use_keys = False
 
 
 @register_scheme("shaw_sin")
-class ShawSinusoidPositions(ShawPositions):
+class ShawSinusoidPositions(ShawKeyTerm, ShawValueTerm):
     """Fixed tables: w^K[r] = w^V[r] = PE(r)[:d_h] of the signed distance r (Rosendahl et al.
     eq. 8-9).  Nothing is trained, so the sharing settings change nothing."""
 

@@ -41,7 +41,6 @@ class ScalableSoftmax(AttentionScheme):
 
     reads_positions = False
     applies_across = True
-    flex_covered = True  # the attention module applies the scale inside the kernel
 
     @dataclass(frozen=True)
     class Settings:

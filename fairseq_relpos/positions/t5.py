@@ -52,7 +52,6 @@ class T5Bias(AttentionScheme):
         logarithmic = logarithmic.clamp(max=buckets - 1)
         return offset + torch.where(magnitude < exact, magnitude, logarithmic)
 
-    flex_covered = True
 
     def length_edges(self):
         # the first length of each bucket: a distance d first occurs in a sequence of d + 1 tokens
@@ -69,11 +68,11 @@ class T5Bias(AttentionScheme):
             return self._per_distance(lowest, highest, span)[:, span.distances(lowest, highest)].unsqueeze(0)
 
         # layers that share the table share the bias too: it is built once per pass
-        return span.once(id(self), build).to(q.dtype)  # 1 x H|1 x Tq x Tk
+        return span.once(self, build).to(q.dtype)  # 1 x H|1 x Tq x Tk
 
     def flex_bias(self, q, k, span):
         lowest, highest = span.distance_range()
-        table = span.once(("flex", id(self)), lambda: head_rows(self._per_distance(lowest, highest, span),
+        table = span.once(("flex", self), lambda: head_rows(self._per_distance(lowest, highest, span),
                                                                  self.context.num_heads))  # H x R
         row = span.flex_distances(lowest, highest)
         return lambda b, h, q_idx, kv_idx: table[h, row(b, q_idx, kv_idx)]

@@ -570,10 +570,9 @@ def test_a_pass_shares_what_it_builds_and_forgets_it_afterwards():
     torch.manual_seed(0)
     attention = RelPosSelfAttention(EMBED_DIM, HEADS, positions=build("shaw", False))
     x = torch.randn(6, 2, EMBED_DIM)
-    with torch.inference_mode(), attention.memo.open():
-        attention(x)
-    with attention.memo.open():
-        out, _ = attention(x.clone().requires_grad_())
+    with torch.inference_mode():
+        attention(x, memo=PassMemo())
+    out, _ = attention(x.clone().requires_grad_(), memo=PassMemo())
     out.sum().backward()
     assert attention.positions.key_table.grad is not None
 
