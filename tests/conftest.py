@@ -1,4 +1,5 @@
 """Shared fixtures: tiny models built in-process, and tiny corpora for the fairseq CLIs."""
+import ast
 import functools
 import os
 import random
@@ -7,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional, Set, Tuple
 
 import pytest
 
@@ -106,6 +107,23 @@ def shared_path(*parts) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent (shared data lives beside the checkout)")
     return path
+
+
+def imported(path: Path, package: str) -> Set[str]:
+    """The modules ``path``, a module of ``package``, imports anywhere (a function's own imports
+    included), by full name; in relpos_recipes.engine ``from . import manifest`` as
+    relpos_recipes.engine.manifest."""
+    parts = package.split(".")
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(parts[:len(parts) - node.level + 1] + [node.module] if node.module
+                            else parts[:len(parts) - node.level + 1]) if node.level else node.module
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
 
 
 # --- in-process models -----------------------------------------------------------------

@@ -26,12 +26,11 @@ from ..tools.filter_pairs import BAND_SIDES
 from . import tool
 from .archs import check_archs
 from .data import Prepared, band_folder, band_steps, preparation_and_test_sets, preparation_of
-from .demo import (TOY, DemoRun, add_run_options, demo_run, demo_training, refuse_unless_ours, train_step,
-                   translate_steps)
-from .leaderboard import folder_corpus, tatoeba_corpus
 from .options import RECIPE_ENVIRONMENT, Parser, absolute, band_list, name_list
 from .prepare import toy_parser, toy_preparation
 from .presets import TATOEBA_LIMIT
+from .systems import (TOY, DemoRun, add_run_options, demo_run, demo_training, folder_corpus, refuse_unless_ours,
+                      tatoeba_corpus, train_step, translate_steps)
 
 # bands of the longer side in subword tokens; on the synthetic pair a sentence of N source
 # words has about 2.4 N subword tokens on its longer side, so that every band is reached

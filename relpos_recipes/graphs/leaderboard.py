@@ -15,21 +15,19 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from ..engine import Display, Graph, Job, Later, Launch, Out, OutDir, Policy, ProgressConsole, Step, StepError, \
     run, unfinished
 from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import all_archs, check_archs
-from .data import Concat, Prepared, concat_steps, preparation_and_test_sets, preparation_of
-from .demo import (TOY, Corpus, DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours,
-                   train_step, translate_steps)
+from .data import Concat, Prepared, concat_steps, preparation_of
 from .options import RECIPE_ENVIRONMENT, absolute, positive_int
-from .prepare import (SMOKE_TATOEBA_PREPARE, smoke_slice, smoke_tatoeba_export, tatoeba_export,
-                      tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation)
-from .presets import SMOKE_MODEL, SMOKE_TRANSLATE, TATOEBA_LIMIT, TATOEBA_MODEL, TATOEBA_SETS, tatoeba_edges
+from .presets import TATOEBA_LIMIT
 from .reports import system_options
+from .systems import (TOY, DemoRun, absolute_out, demo_parser, demo_run, demo_training, folder_corpus, print_outputs,
+                      refuse_unless_ours, tatoeba_corpus, train_step, translate_steps)
 
 
 @dataclasses.dataclass
@@ -218,71 +216,6 @@ def board_step(run_: DemoRun, test_set: str, systems: Sequence[str], inputs: Seq
     return Step("board", command, home=board, root=run_.out,
                 inputs=[testset / f"seg.{src}", testset / "longer-side", testset / f"raw.{tgt}", *inputs],
                 display=Display(echo=False, title=f"board {test_set}"))
-
-
-def tatoeba_corpus(args, smoke: bool, prepare_options: Sequence[str] = ()) -> Corpus:
-    """Tatoeba German-English (prepare-tatoeba.sh's split, its dev pairs within the limit) in
-    OUT/data, with the Tatoeba study's model and buckets; SMOKE=1: every 85th pair of
-    SMOKE_DATA and the tiny SMOKE model.  The export is checked (and, with --download or
-    SMOKE=1, written) here, by the recipe's command, never while a graph is built.
-    ``prepare_options``: more of prepare-tatoeba.sh's options (length bands)."""
-    out = absolute_out(args)
-    prepare = ["--max-len", str(args.train_limit), "--threads", str(args.threads), "--out-dir", str(out / "data"),
-               *prepare_options]
-    model, batch, translate = TATOEBA_MODEL, 2048, ()
-    source = args.source
-    if smoke:
-        data = smoke_tatoeba_export(args)
-        source = out / "data" / "raw" / "slice.txt"
-        if not args.run_job and not args.dry_run:
-            smoke_slice(data, source)
-        prepare += SMOKE_TATOEBA_PREPARE
-        model, batch, translate = SMOKE_MODEL, 1200, SMOKE_TRANSLATE
-    prepare += ["--from", str(source)] if source else (["--download"] if args.download else [])
-    prep_args = tatoeba_parser().parse_args([*prepare, *(["--dry-run"] if args.dry_run else [])])
-    export = tatoeba_export(prep_args, fetch=not args.run_job)
-    pairs_sha = tatoeba_pairs_sha(export, args.dry_run or (smoke and not source.exists()))
-
-    def steps(run_: DemoRun) -> List[Step]:
-        p = tatoeba_preparation(prep_args, export, pairs_sha, on_change="redo", dev_within_limit=True)
-        return preparation_and_test_sets(p, TATOEBA_SETS, run_.threads)
-
-    return Corpus(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
-                  batch_tokens=batch, warmup=400, tokenize="13a", steps=steps, translate=tuple(translate),
-                  lr_grid=("3e-4", "1e-3", "3e-3"), lr="1e-3",  # around tatoeba.sh's 1e-3
-                  test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
-
-
-def folder_corpus(data: Path, steps: Callable[[DemoRun], List[Step]] = lambda run_: []) -> Corpus:
-    """A folder prepared beforehand (--data DIR: prepare-corpus.sh's, or any prepare-*.sh's and
-    build-test-sets.sh's): its languages, segmentation and default test sets from its records,
-    the Tatoeba study's model, budget and buckets (real text); BLEU on detokenized text with
-    13a, on the text itself where it was taken as tokenized (--segmentation none).  ``steps``:
-    what a run adds to the folder (length bands, the concatenation augmentation)."""
-    if not (data / "segmentation.env").is_file() or not (data / "dict").is_dir():
-        raise StepError(f"--data {data}: not a prepared folder (no segmentation.env or dict/); prepare it with "
-                        "scripts/prepare-corpus.sh")
-    prep = Prepared.read(data)
-    for name in prep.default_sets:
-        if not (data / "testsets" / name / "meta.env").is_file():
-            raise StepError(f"--data {data}: its test set {name} is not built (scripts/build-test-sets.sh "
-                            f"--work-dir {data} --sets {name})")
-    if not prep.default_sets:
-        raise StepError(f"--data {data}: {data / 'testsets.env'} names no test set")
-    return Corpus(name=f"{data.name} ({prep.src}-{prep.tgt})", langs=prep.langs, test_sets=tuple(prep.default_sets),
-                  model=TATOEBA_MODEL, batch_tokens=2048, warmup=400, tokenize=_bleu_tokenizer(prep),
-                  steps=steps, lr_grid=("3e-4", "1e-3", "3e-3"), lr="1e-3",
-                  test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
-
-
-def _bleu_tokenizer(prep: Prepared) -> str:
-    """BLEU's tokenizer for a prepared folder's translations: none where the text was taken
-    as tokenized (and translations are not detokenized), sacreBLEU's zh for Chinese, 13a."""
-    return "none" if prep.textproc == "none" else "zh" if prep.tgt == "zh" else "13a"
-
-
-def absolute_out(args) -> Path:
-    return Path(os.path.abspath(args.out_dir))
 
 
 def folder_limit(data: Path, given: Optional[int]) -> int:

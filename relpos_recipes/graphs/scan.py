@@ -22,12 +22,12 @@ from ..tools.scan import LENGTH_SPLIT_TRAIN_MAX, parse_split
 from . import tool
 from .archs import check_archs
 from .data import corpus_fetcher, preparation_and_test_sets
-from .demo import Corpus, DemoRun, add_run_options, demo_run, refuse_unless_ours, train_step, translate_steps
 from .options import RECIPE_ENVIRONMENT, Parser, name_list, positive_int
 from .prepare import corpus_preparation
 from .presets import (SCAN_BATCH_TOKENS, SCAN_LR, SCAN_MODEL, SCAN_OPTIMISATION, SCAN_SMOKE_EVERY,
                       SCAN_SMOKE_OPTIMISATION, SCAN_TRANSLATE, SMOKE_MODEL)
 from .reports import system_options
+from .systems import Corpus, DemoRun, add_run_options, demo_run, refuse_unless_ours, train_step, translate_steps
 from .training import Training
 
 SCAN_SYSTEMS = "transformer_abs,transformer_xl,transformer_rel"

@@ -15,7 +15,6 @@ from ..engine.step import REPO
 from . import tool
 from .archs import all_archs, check_archs, effective_labels
 from .data import Preparation, preparation_and_test_sets, refuse_foreign_work, wmt_fetcher
-from .demo import print_outputs, refuse_unless_ours
 from .options import (DEFAULT_THREADS, RECIPE_ENVIRONMENT, Parser, absolute, folder, log, name_list, non_negative_int,
                       positive_int)
 from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, smoke_slice, smoke_tatoeba_export,
@@ -24,6 +23,7 @@ from .presets import (SMOKE_TEST_LINES, SMOKE_TRAIN, SMOKE_TRANSLATE, TATOEBA_LI
                       WMT_SHARDS, tatoeba_edges)
 from ..tools import option_value
 from .reports import oracle_folder, system_options
+from .systems import print_outputs, refuse_unless_ours
 from .training import Translation, train_options, visible_gpus
 
 SMOKE_SEGMENTATION = {"de-en": 400, "zh-en": 1000}

@@ -1,41 +1,25 @@
 """The engine's layers, read from its source: it imports neither the recipes' graphs, their
 tools nor the analysis package, and no module of it imports one that imports it back (an
 executor builds on the runner's parts, the runner on the executors, never the reverse)."""
-import ast
-from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, imported
 
 ENGINE = REPO_ROOT / "relpos_recipes" / "engine"
 PACKAGE = "relpos_recipes.engine"
 FOREIGN = ("relpos_recipes.graphs", "relpos_recipes.tools", "relpos_analysis")
 
 
-def imported(path: Path) -> Set[str]:
-    """The modules ``path`` imports anywhere (a function's own imports included), by full name;
-    ``from . import manifest`` as relpos_recipes.engine.manifest."""
-    package = PACKAGE.split(".")
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package[:len(package) - node.level + 1] + [node.module] if node.module
-                            else package[:len(package) - node.level + 1]) if node.level else node.module
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
-
-
 def engine_graph() -> Dict[str, List[str]]:
     """Each engine module -> the engine modules it imports (the package itself not counted)."""
     modules = {f"{PACKAGE}.{path.stem}": path for path in ENGINE.glob("*.py") if path.stem != "__init__"}
-    return {name: sorted(m for m in imported(path) if m in modules and m != name) for name, path in modules.items()}
+    return {name: sorted(m for m in imported(path, PACKAGE) if m in modules and m != name)
+            for name, path in modules.items()}
 
 
 def test_the_engine_imports_neither_the_recipes_their_tools_nor_the_analysis():
-    found = {path.name: sorted(m for m in imported(path) if m.startswith(FOREIGN)) for path in ENGINE.glob("*.py")}
+    found = {path.name: sorted(m for m in imported(path, PACKAGE) if m.startswith(FOREIGN))
+             for path in ENGINE.glob("*.py")}
     assert {name: modules for name, modules in found.items() if modules} == {}
 
 

@@ -84,7 +84,7 @@ def test_the_leaderboard_adds_lenN_concat_to_a_folder_prepared_without_it(tmp_pa
     the folder has its own."""
     from pathlib import Path
 
-    from relpos_recipes.graphs.demo import DemoRun
+    from relpos_recipes.graphs.systems import DemoRun
     from relpos_recipes.graphs.leaderboard import folder_concat_steps
 
     (tmp_path / "segmentation.env").write_text("PAIR=de-en\nSRC=de\nTGT=en\nTEXTPROC=moses\nSEG=bpe\n")

@@ -10,7 +10,7 @@ import pytest
 
 from relpos_recipes.engine import FolderLock, StepError
 from relpos_recipes.engine.local import Outcome
-from relpos_recipes.graphs.demo import print_outputs
+from relpos_recipes.graphs.systems import print_outputs
 from conftest import REPO_ROOT, run_command
 from recipe_graphs import recipe_graph, steps_named, words
 
