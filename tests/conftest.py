@@ -15,6 +15,12 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 BIN_DIR = Path(sys.executable).parent
+# A command prefix that starts the command as a terminal's foreground process starts, with
+# SIGINT (Ctrl-C) at its default: where the suite itself was started with SIGINT ignored (under
+# nohup, or as a shell's background job), its children inherit that, and a Python that starts
+# with SIGINT ignored never raises KeyboardInterrupt.
+CTRL_C_DEFAULT = [sys.executable, "-S", "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execvp(sys.argv[1], sys.argv[1:])"]
 
 
 def pytest_collection_modifyitems(items):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, cluster_report, poll_slurm, run_command as run
+from conftest import CTRL_C_DEFAULT, REPO_ROOT, cluster_report, poll_slurm, run_command as run
 from relpos_recipes.engine import Step, manifest, unfinished
 from relpos_recipes.engine.slurm_queue import queue_state
 from relpos_recipes.tools.choice import _grid_point
@@ -187,7 +187,7 @@ def test_ctrl_c_under_wait_says_the_jobs_go_on_and_how_to_follow_or_cancel_them(
     command = ["bash", SCRIPTS / "demo.sh", "--quick", "--systems", "transformer_abs", "--out-dir", out, *ON_SLURM,
                "--slurm-args=--hold", "--wait"]
     with open(stderr, "w") as err:
-        proc = subprocess.Popen([str(c) for c in command], stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
+        proc = subprocess.Popen([*CTRL_C_DEFAULT, *map(str, command)], stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
                                 env={**os.environ, "SLURM_CONF": slurm, "PYTHONFAULTHANDLER": "1"},
                                 start_new_session=True)
     try:

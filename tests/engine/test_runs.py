@@ -17,7 +17,7 @@ import pytest
 from relpos_recipes.engine import (Console, FolderLock, Graph, Job, Later, Out, Policy, Step, StepError, manifest)
 from relpos_recipes.engine.local import LocalRunner
 from relpos_recipes.engine.plan import plan
-from conftest import REPO_ROOT
+from conftest import CTRL_C_DEFAULT, REPO_ROOT
 
 PY = sys.executable
 REPO = REPO_ROOT
@@ -94,7 +94,7 @@ def test_an_interrupted_run_stops_its_steps_and_says_so_on_the_next_run(tmp_path
                     home=home)
         LocalRunner(console=Console()).run(Graph([Job("j", [step])], roots=[]))
     """)
-    engine = subprocess.Popen([PY, str(script)], stderr=subprocess.PIPE, text=True)
+    engine = subprocess.Popen([*CTRL_C_DEFAULT, PY, str(script)], stderr=subprocess.PIPE, text=True)
     wait_for(tmp_path / "started")
     engine.send_signal(signal.SIGINT)
     assert engine.wait(timeout=30) != 0
