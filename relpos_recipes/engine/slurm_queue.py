@@ -55,11 +55,6 @@ def queue_states(job_ids: Sequence[str]) -> Dict[str, Tuple[Optional[str], Optio
         time.sleep(0.5)
 
 
-def queue_state(job_id: str) -> Tuple[Optional[str], Optional[str]]:
-    """(state, reason) of one queued job (:func:`queue_states`)."""
-    return queue_states([job_id])[job_id]
-
-
 def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
     """The CPUs of the partition's largest node (the default partition's without one), or
     None where sinfo does not say."""

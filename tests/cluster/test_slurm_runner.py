@@ -17,7 +17,7 @@ import pytest
 
 from conftest import CTRL_C_DEFAULT, REPO_ROOT, cluster_report, poll_slurm, run_command as run
 from relpos_recipes.engine import Step, manifest, unfinished
-from relpos_recipes.engine.slurm_queue import queue_state
+from relpos_recipes.engine.slurm_queue import queue_states
 from relpos_recipes.tools.choice import _grid_point
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
@@ -174,7 +174,7 @@ def test_a_job_being_requeued_is_a_job_queued(slurm, tmp_path, monkeypatch):
             assert time.monotonic() < deadline, "the job never started"
             time.sleep(0.2)
         subprocess.run(["scontrol", "requeue", job], check=True)
-        assert queue_state(job)[0] == "PENDING"
+        assert queue_states([job])[job][0] == "PENDING"
     finally:
         subprocess.run(["scancel", job], capture_output=True)
 
