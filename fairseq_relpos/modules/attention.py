@@ -180,9 +180,10 @@ class _PositionedAttention(nn.Module):
         return out, weights
 
     def _sdpa(self, q, k, v, attn_mask, dropout, is_causal) -> Tensor:
-        _record(self, lambda: sdpa_backend(q, k, v, attn_mask, dropout, is_causal))
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout, is_causal=is_causal,
-                                              scale=1.0)
+        with _without_cudnn_for_masked_gradients(q, attn_mask):
+            _record(self, lambda: sdpa_backend(q, k, v, attn_mask, dropout, is_causal))
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout,
+                                                  is_causal=is_causal, scale=1.0)
 
     def _key_mask(self, span: AttentionSpan) -> KeyMask:
         padding = span.key_padding_mask
@@ -359,20 +360,41 @@ def sdpa_backend(q, k, v, attn_mask, dropout, is_causal) -> str:
     return SDPBackend(choice).name.lower()
 
 
+@contextmanager
+def _without_cudnn_for_masked_gradients(q: Tensor, attn_mask: Optional[Tensor]):
+    """A call with a mask whose gradients autograd will ask for runs without cuDNN's kernel,
+    on the memory-efficient one: cuDNN's backward returns nan query gradients for masked
+    calls over 64 mod 128 keys on Hopper GPUs (pytorch/pytorch#196678; seen with torch 2.11
+    and cuDNN 9.19 on an H200, docs/performance.md).  Other calls keep every kernel the user
+    left enabled."""
+    if attn_mask is None or not (torch.is_grad_enabled() and q.requires_grad) or \
+            not torch.backends.cuda.cudnn_sdp_enabled():
+        yield
+        return
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+
+
 #: CUDA's memory-efficient kernel copies a mask whose rows do not start at multiples of this many elements
 MASK_ROW_ALIGNMENT = 8
 
 
 def _bias_mask(bias: Tensor, blocked: Optional[Tensor]) -> Tensor:  # B|1 x H|1 x Tq x Tk
-    """The bias with -inf where ``blocked``, written into rows that start at multiples of
-    :data:`MASK_ROW_ALIGNMENT` elements, so that the kernel does not copy it once more."""
+    """The bias with -inf where ``blocked``, contiguous in the keys (every fused CUDA kernel
+    needs it) and written into rows that start at multiples of :data:`MASK_ROW_ALIGNMENT`
+    elements, so that the memory-efficient kernel does not copy it once more."""
     keys = bias.size(-1)
-    if blocked is None:
-        if all(stride % MASK_ROW_ALIGNMENT == 0 for stride in bias.stride()[:-1]):
-            return bias
-    else:
-        bias = bias.expand(torch.broadcast_shapes(bias.shape, blocked.shape))
-    aligned = F.pad(bias, (0, -keys % MASK_ROW_ALIGNMENT))[..., :keys]
+    if blocked is None and bias.stride(-1) == 1 and all(
+            stride % MASK_ROW_ALIGNMENT == 0 for stride in bias.stride()[:-1]):
+        return bias
+    shape = bias.shape if blocked is None else torch.broadcast_shapes(bias.shape, blocked.shape)
+    # a new tensor in the standard layout: F.pad keeps its input's layout, and a bias of one
+    # query and one key laid out heads-last (B x H x 1 x 1, the heads' stride 1) counts as
+    # channels-last, whose keys are then not contiguous (a first decoding step of FIRE's)
+    aligned = bias.new_empty(*shape[:-1], keys + -keys % MASK_ROW_ALIGNMENT)[..., :keys].copy_(bias)
     return aligned if blocked is None else aligned.masked_fill_(blocked, float("-inf"))
 
 

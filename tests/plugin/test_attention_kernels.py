@@ -42,7 +42,8 @@ class SdpaCalls:
         real = F.scaled_dot_product_attention
 
         def spy(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
-            self.calls.append(dict(module=self._current, q=q, attn_mask=attn_mask, is_causal=is_causal))
+            self.calls.append(dict(module=self._current, q=q, attn_mask=attn_mask, is_causal=is_causal,
+                                   cudnn=torch.backends.cuda.cudnn_sdp_enabled()))
             return real(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kwargs)
 
         monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
@@ -68,15 +69,9 @@ def is_key_mask(mask, batch, keys):
     return mask.dtype == torch.bool and tuple(mask.shape) == (batch, 1, 1, keys)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-def test_every_sdpa_call_takes_what_the_fused_kernels_take(arch, dictionary, monkeypatch):
-    model = build_tiny_model(arch, dictionary)
-    spy = SdpaCalls(model, monkeypatch)
-    src, _, prev = padded_batch(dictionary)
-    with torch.no_grad():
-        model(src, None, prev)
-    assert spy.of("decoder.layers.0.encoder_attn"), "encoder-decoder attention never reached SDPA"
-    for call in spy.calls:
+def assert_fused_kernels_take(calls):
+    """Each call's mask is what every fused CUDA kernel takes."""
+    for call in calls:
         mask, q = call["attn_mask"], call["q"]
         if mask is None:
             continue
@@ -85,6 +80,17 @@ def test_every_sdpa_call_takes_what_the_fused_kernels_take(arch, dictionary, mon
         assert mask.dtype in (torch.bool, q.dtype), call["module"]
         if mask.is_floating_point():  # a bias: in rows the memory-efficient kernel does not copy
             assert all(stride % 8 == 0 for stride in mask.stride()[:-1]), (call["module"], mask.stride())
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_sdpa_call_takes_what_the_fused_kernels_take(arch, dictionary, monkeypatch):
+    model = build_tiny_model(arch, dictionary)
+    spy = SdpaCalls(model, monkeypatch)
+    src, _, prev = padded_batch(dictionary)
+    with torch.no_grad():
+        model(src, None, prev)
+    assert spy.of("decoder.layers.0.encoder_attn"), "encoder-decoder attention never reached SDPA"
+    assert_fused_kernels_take(spy.calls)
     for call in spy.of("decoder.layers"):
         if not call["module"].endswith("self_attn"):
             continue
@@ -96,6 +102,44 @@ def test_every_sdpa_call_takes_what_the_fused_kernels_take(arch, dictionary, mon
                      if call["attn_mask"] is not None and call["attn_mask"].dtype == torch.bool]
         assert all(is_key_mask(mask, 3, src.size(1)) for mask in key_masks)
         assert len({id(mask) for mask in key_masks}) <= 1, "the key mask was built more than once in a pass"
+
+
+@pytest.mark.parametrize("heads", [2, 4, 8])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_decoding_step_takes_what_the_fused_kernels_take(arch, heads, dictionary, monkeypatch):
+    """Decoding steps, the first with one query and one key, where a bias laid out heads-last
+    (``B x H x 1 x 1``, the heads' stride 1) counts as channels-last."""
+    model = build_tiny_model(arch, dictionary, encoder_embed_dim=8 * heads, decoder_embed_dim=8 * heads,
+                             encoder_attention_heads=heads, decoder_attention_heads=heads)
+    src, _, prev = padded_batch(dictionary)
+    with torch.no_grad():
+        encoder_out, state = encode(model, src), {}
+        spy = SdpaCalls(model, monkeypatch)
+        for end in range(1, 4):
+            model.decoder(prev[:, :end], encoder_out, incremental_state=state)
+    assert spy.of("decoder.layers.0.encoder_attn"), "no decoding step reached SDPA"
+    assert_fused_kernels_take(spy.calls)
+
+
+@pytest.mark.parametrize("arch", ["transformer_alibi", "transformer_t5", "transformer_abs"])
+def test_masked_calls_that_need_gradients_avoid_cudnn(arch, dictionary, monkeypatch):
+    """cuDNN's attention backward gives nan query gradients for masked calls over 64 mod 128
+    keys on Hopper GPUs (pytorch/pytorch#196678): a masked call of a training pass runs with
+    cuDNN's kernel disabled; unmasked calls, translation, and the setting afterwards keep it."""
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    model = build_tiny_model(arch, dictionary)
+    spy = SdpaCalls(model, monkeypatch)
+    src, _, prev = padded_batch(dictionary)
+    model.train()(src, None, prev)[0].sum().backward()
+    masked = [call for call in spy.calls if call["attn_mask"] is not None]
+    assert masked, "no masked call: the sources were not padded"
+    assert not any(call["cudnn"] for call in masked)
+    assert all(call["cudnn"] for call in spy.calls if call["attn_mask"] is None)
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    spy.calls.clear()
+    with torch.no_grad():
+        model.eval()(src, None, prev)
+    assert all(call["cudnn"] for call in spy.calls)
 
 
 @pytest.mark.parametrize("arch", ["transformer_abs", "transformer_rope", "transformer_ssmax"])
