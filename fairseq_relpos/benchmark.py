@@ -10,8 +10,8 @@ precision, as ``fairseq-train --fp16`` has it; SGD keeps no state, so that every
 in memory at once, and the optimizer's cost is the same for every arch); with ``--padding``,
 sentences of ``length/2 … length`` tokens, sources padded on the left and targets on the
 right, as fairseq batches them.  Inference: fairseq's beam search (``--beam``) over the same
-sources, ``length`` tokens a hypothesis.  Every model is built and warmed up first; then
-each of ``--repeats`` rounds times every arch once, in a rotated order, so that drift of the
+sources, ``length`` tokens a hypothesis.  Every model is built first; at each length every
+model is warmed up, then each of ``--repeats`` rounds times every arch once, in a rotated order, so that drift of the
 machine hits all archs alike.  Each round gives a ratio of times to ``transformer_abs``
 measured next to it; the table shows the median ratio and the spread (min–max) over the
 rounds, and the median throughput: target tokens per second in training (fairseq's wps),
@@ -236,13 +236,14 @@ def main(argv=None):
     probe_argv = _without(argv, ("--archs", "--lengths", "--length", "--json"))
 
     workloads = {arch: Workload(arch, options, device) for arch in archs}
-    for workload in workloads.values():  # warm-up (and FlexAttention's compilation)
-        for length in options.lengths:
-            workload.train_step(length)
-            workload.decode(length)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     results = []
     for length in options.lengths:
+        # warm-up (and FlexAttention's compilation) length by length, like the tables: a run
+        # cut short keeps every length it finished
+        for workload in workloads.values():
+            workload.train_step(length)
+            workload.decode(length)
         times = {arch: {"train": [], "decode": []} for arch in archs}
         for round_index in range(options.repeats):
             order = archs[round_index % len(archs):] + archs[:round_index % len(archs)]
