@@ -39,7 +39,7 @@ ONE_GPU = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\\n"
 @pytest.mark.parametrize("nvidia_smi, args, message", [
     (None, [], "no CUDA GPU here: nvidia-smi is not on PATH (no NVIDIA driver)"),
     ("No devices were found\\n", [], "no CUDA GPU here: nvidia-smi lists no GPU"),
-    (ONE_GPU, ["--board-data", "/nonexistent"],
+    (ONE_GPU, ["--parts", "board", "--board-data", "/nonexistent"],
      "--board-data /nonexistent: not a prepared Tatoeba folder (no data-bin/lenN or testsets/"),
     (ONE_GPU, ["--wheelhouse", "/nonexistent"], "--wheelhouse /nonexistent: no fairseq 0.12.2 wheel in it"),
     (ONE_GPU, ["--parts", "tests,oops"], "--parts: expected some of tests,bench,board, got 'oops'"),
