@@ -232,7 +232,8 @@ def tuning_table(tuning: Tuning, order: Sequence[str] = ()) -> Table:
             text += f" ({point.updates:,})" if point.updates is not None else ""
             chosen = selection.chosen is not None and float(selection.chosen) == float(rate)
             cells.append((BOLD[0], text, BOLD[1]) if chosen else text)
-        rows.append(cells + [selection.chosen or "none: every rate failed"])
+        unchosen = "none: every rate failed" if selection.grid else "none: its choice failed"
+        rows.append(cells + [selection.chosen or unchosen])
     notes: List[Text] = [
         f"A cell: the {tuning.metric} of the training at that rate, and in parentheses the "
         "updates it took; in bold the rate chosen, the one with the lowest loss. The test sets "

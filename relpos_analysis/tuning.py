@@ -9,13 +9,16 @@ training limit) stopped improving, and the rate chosen by that loss::
          "chosen": "1e-3"}}}
 
 A rate is a key as the recipe spells it ("1e-3"); ``chosen`` is one of them, the one with
-the lowest dev loss, or null when every point failed.  The file is refused, naming the
-key at fault, when it is not of this form, and when it contradicts the board: a system
-it does not cover, or training logs at another rate than the chosen one.
+the lowest dev loss, or null when every point failed (an empty grid: the choice itself
+failed and recorded no training).  The file is refused, naming the key at fault, when it is
+not of this form, and when it contradicts the board: a system it does not cover, or training
+logs at another rate than the chosen one.  The recipe's tools write it through these
+classes too (``SchemeTuning.as_json``, ``Tuning.as_json``): one owner of the form.
 """
 import json
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from .io import InputError, existing_file
@@ -33,8 +36,11 @@ class GridPoint:
 
 @dataclass(frozen=True)
 class SchemeTuning:
-    grid: Dict[str, GridPoint]  # the rate as the file spells it -> its training
+    grid: Dict[str, GridPoint]  # the rate as the file spells it -> its training; empty: the choice failed
     chosen: Optional[str]  # a key of grid; None: every point failed
+
+    def as_json(self) -> dict:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,17 @@ def read_tuning(path, option: str = "--tuning") -> Tuning:
                                   for name, entry in schemes.items()})
 
 
+def read_scheme_tuning(path, what: str) -> SchemeTuning:
+    """One scheme's choice (the ``schemes`` entry's form) from its own file, validated; an
+    InputError naming ``what`` and the file otherwise."""
+    where = f"{what} {path}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"{where}: not a JSON file of UTF-8 text ({err})") from None
+    return _scheme(data, where, "the choice")
+
+
 def check_tuning(tuning: Tuning, names: Sequence[str], learning_rates: Dict[str, Sequence[float]],
                  where: str) -> None:
     """The selection covers exactly the board's systems (``names``), and each system's
@@ -123,6 +140,8 @@ def _object(value, where: str, what: str, keys: Sequence[str]) -> dict:
 def _scheme(entry, where: str, at: str) -> SchemeTuning:
     entry = _object(entry, where, at, ("grid", "chosen"))
     grid = _object(entry["grid"], where, f"{at}.grid", ())
+    if not grid and entry["chosen"] is None:
+        return SchemeTuning({}, None)  # the choice failed before any training was recorded
     if not grid:
         raise InputError(f"{where}: {at}.grid is empty; expected its rates, e.g. \"1e-3\": {POINT_FORM}")
     values = [_rate(rate, where, f"{at}.grid") for rate in grid]

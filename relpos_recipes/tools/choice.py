@@ -3,9 +3,11 @@
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from relpos_analysis import fairseq_log
+from relpos_analysis.tuning import GridPoint, SchemeTuning, Tuning, read_scheme_tuning
 
 from ..engine import StepError, manifest
 from ..engine.manifest import ended_by_slurm
@@ -14,56 +16,55 @@ from ..engine.manifest import ended_by_slurm
 def choose_lr(a) -> None:
     """The learning rate whose training reached the lowest dev loss, among those that
     finished (a checkpoint_best.pt and a dev evaluation), with every grid point's dev loss,
-    updates and failure: {"grid": {LR: {...}}, "chosen": LR or null}."""
+    updates and failure, as a :class:`~relpos_analysis.tuning.SchemeTuning`."""
     grid = {}
     for spec in a.points:
         lr, _, folder = spec.partition("=")
         grid[lr] = _grid_point(Path(folder))
-    finished = {lr: point["dev_loss"] for lr, point in grid.items() if point["failure"] is None}
+    finished = {lr: point.dev_loss for lr, point in grid.items() if point.failure is None}
     chosen = min(finished, key=lambda lr: (finished[lr], float(lr))) if finished else None
-    Path(a.out).write_text(json.dumps({"grid": grid, "chosen": chosen}, indent=1) + "\n", encoding="utf-8")
+    choice = SchemeTuning(grid, chosen)
+    Path(a.out).write_text(json.dumps(choice.as_json(), indent=1) + "\n", encoding="utf-8")
     # the rate alone: what the seeds' trainings follow, unchanged when only the grid around it grows
     Path(a.out_rate).write_text(f"{chosen}\n", encoding="utf-8")
-    print(f"chosen: {chosen}" + "".join(f"\n  {lr}: {p}" for lr, p in grid.items()))
+    print(f"chosen: {chosen}" + "".join(f"\n  {lr}: {asdict(p)}" for lr, p in grid.items()))
 
 
-def _grid_point(folder: Path) -> dict:
+def _grid_point(folder: Path) -> GridPoint:
     """A grid point's dev loss and updates (its train.log), or why it has none: its training
     failed (the error its manifest records; SLURM's state where SLURM ended its job), did not
     finish, or never evaluated."""
     try:
         record = manifest.at(folder, "train")
     except StepError as damaged:
-        return {"dev_loss": None, "updates": None, "failure": str(damaged)}
+        return GridPoint(None, None, str(damaged))
     ended = ended_by_slurm(record)
     if record is not None and record.status == "failed":
-        return {"dev_loss": None, "updates": None, "failure": ended or record.error or "failed"}
+        return GridPoint(None, None, ended or record.error or "failed")
     try:
         text = (folder / "train.log").read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         text = ""
     except OSError as err:
-        return {"dev_loss": None, "updates": None, "failure": f"{folder / 'train.log'} cannot be read: {err.strerror}"}
+        return GridPoint(None, None, f"{folder / 'train.log'} cannot be read: {err.strerror}")
     losses = fairseq_log.dev_losses(text)
     failure = None
     if record is None or record.status != "done" or not (folder / "checkpoint_best.pt").exists():
         failure = ended or "did not finish"
     elif not losses:
         failure = "no dev evaluation in its train.log"
-    return {"dev_loss": min(losses) if losses else None, "updates": fairseq_log.last_updates(text),
-            "failure": failure}
+    return GridPoint(min(losses) if losses else None, fairseq_log.last_updates(text), failure)
 
 
 def tuning(a) -> None:
-    """The schemes' choices (choose-lr's files) as one table for the leaderboard."""
+    """The schemes' choices (choose-lr's files) as one table for the leaderboard; a scheme
+    whose choice failed before writing its file, with an empty grid."""
     schemes = {}
     for spec in a.choices:
         scheme, _, path = spec.partition("=")
-        try:
-            schemes[scheme] = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            schemes[scheme] = {"grid": {}, "chosen": None}
-    Path(a.out).write_text(json.dumps({"metric": a.metric, "schemes": schemes}, indent=1) + "\n", encoding="utf-8")
+        exists = Path(path).is_file()
+        schemes[scheme] = read_scheme_tuning(path, f"{scheme}=") if exists else SchemeTuning({}, None)
+    Path(a.out).write_text(json.dumps(Tuning(a.metric, schemes).as_json(), indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv=None) -> int:
