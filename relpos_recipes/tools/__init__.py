@@ -9,7 +9,7 @@ module's path, so that moving a tool to another module changes no step's identit
 no work.
 """
 import os
-from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Dict, NoReturn, Optional, Sequence, Tuple
 
 # symbolic name -> (the module run with python -m, its subcommand if it has several); the
 # analysis package's command lines make the reports and boards
@@ -62,23 +62,13 @@ def option_value(argv: Sequence[str], name: str) -> Optional[str]:
     return value
 
 
-def write_lines_atomically(paths_and_lines: Sequence[Tuple[str, Sequence[str]]]) -> None:
-    """Writes every file's lines (ASCII) under a temporary name first, then renames them all: an
-    interrupted run leaves no final name and no half-written set (the corpus generators' outputs)."""
-    written: List[Tuple[str, str]] = []
-    try:
-        for path, lines in paths_and_lines:
-            directory = os.path.dirname(path)
-            if directory:
-                os.makedirs(directory, exist_ok=True)
-            # Not tempfile.mkstemp: its files are private (0600), these should follow the umask.
-            temporary = f"{path}.tmp{os.getpid()}"
-            written.append((temporary, path))
-            with open(temporary, "w", encoding="ascii", newline="\n") as stream:
-                stream.writelines(line + "\n" for line in lines)
-        for temporary, path in written:
-            os.replace(temporary, path)
-    finally:
-        for temporary, _ in written:
-            if os.path.exists(temporary):
-                os.remove(temporary)
+def write_lines(paths_and_lines: Sequence[Tuple[str, Sequence[str]]]) -> None:
+    """Writes every file's lines (ASCII), creating its folder: the corpus generators' outputs.
+    Under the names it is given, which the engine makes temporary names and publishes once
+    the step succeeds."""
+    for path, lines in paths_and_lines:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="ascii", newline="\n") as stream:
+            stream.writelines(line + "\n" for line in lines)

@@ -55,7 +55,7 @@ import random
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import write_lines_atomically
+from . import write_lines
 
 PRIMITIVES = ("walk", "look", "run", "jump")
 DIRECTIONS = ("left", "right")
@@ -222,7 +222,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         parser.error(str(error))
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         parser.error(f"--out-dir: {args.out_dir} is a file, expected a folder")
-    write_lines_atomically([(os.path.join(args.out_dir, name), lines) for name, lines in files.items()])
+    write_lines([(os.path.join(args.out_dir, name), lines) for name, lines in files.items()])
     counts = ", ".join(f"{name} {len(lines)}" for name, lines in files.items())
     print(f"wrote SCAN to {args.out_dir}: {counts}", file=sys.stderr)
 

@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -153,26 +152,18 @@ def sha256(data):
 
 
 def write_split(out_dir, pairs, split, counts, source_line):
-    """DIR/{train,dev,test}.{de,en}, DIR/counts.json and DIR/SOURCE, written whole or not at
-    all (into DIR.tmp.PID, renamed at the end)."""
-    tmp = f"{out_dir.rstrip('/')}.tmp.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    try:
-        for name, indices in split.items():
-            for lang, side in (("de", "german"), ("en", "english")):
-                with open(os.path.join(tmp, f"{name}.{lang}"), "w", encoding="utf-8") as f:
-                    f.writelines(getattr(pairs[i], side) + "\n" for i in indices)
-        with open(os.path.join(tmp, "counts.json"), "w") as f:
-            json.dump(counts, f, indent=1)
-            f.write("\n")
-        with open(os.path.join(tmp, "SOURCE"), "w") as f:
-            f.write(source_line + "\n")
-        shutil.rmtree(out_dir, ignore_errors=True)
-        os.rename(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    """DIR/{train,dev,test}.{de,en}, DIR/counts.json and DIR/SOURCE (the engine gives DIR a
+    temporary name and publishes it once the step succeeds)."""
+    os.makedirs(out_dir, exist_ok=True)
+    for name, indices in split.items():
+        for lang, side in (("de", "german"), ("en", "english")):
+            with open(os.path.join(out_dir, f"{name}.{lang}"), "w", encoding="utf-8") as f:
+                f.writelines(getattr(pairs[i], side) + "\n" for i in indices)
+    with open(os.path.join(out_dir, "counts.json"), "w") as f:
+        json.dump(counts, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(out_dir, "SOURCE"), "w") as f:
+        f.write(source_line + "\n")
 
 
 def split_command(args):

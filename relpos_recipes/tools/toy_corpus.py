@@ -54,7 +54,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
-from . import write_lines_atomically
+from . import write_lines
 
 LEXICON_SEED = 2019
 
@@ -585,7 +585,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     pairs = generate_pairs(
         args.n, args.seed, args.min_words, args.max_words, args.lexicon_seed, args.lexicon_size
     )
-    write_lines_atomically(
+    write_lines(
         [
             (f"{args.out_prefix}.{args.src_lang}", [source for source, _ in pairs]),
             (f"{args.out_prefix}.{args.tgt_lang}", [target for _, target in pairs]),
