@@ -9,7 +9,7 @@
 #   1. check every file before anything is written: UTF-8 text, a sentence on every line (no
 #      empty line), no line break inside a line, as many lines on both sides; a refusal names
 #      the file and the line, and DIR is not created.  A UTF-8 byte-order mark and CRLF line
-#      ends are read as Tatoeba's check reads them (relpos_recipes/tools/corpus.py).  The
+#      ends are read as Tatoeba's check reads them (relpos_recipes/tools/user_corpus.py).  The
 #      files are taken into DIR/split/ (the dev set held out of --train when --dev is not
 #      given: --dev-pairs pairs drawn from --seed among those whose sides have at most
 #      --train-limit words, characters for zh and ja).  Each test set's pairs, and sources,

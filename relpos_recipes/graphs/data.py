@@ -102,7 +102,7 @@ class Preparation:
 # fetchers
 # ----------------------------------------------------------------------------------------
 def wmt_fetcher(local_dirs: Sequence[Path], offline: bool) -> Fetcher:
-    """The WMT19 corpora and test sets through scripts/lib/corpora.py: from the local
+    """The WMT19 corpora and test sets through relpos_recipes.tools.wmt_sources: from the local
     folders, WORK/raw (earlier downloads) or downloaded.  Where it looks is not part of what
     a fetched corpus is (its content is), so another --local-dir does not make it another."""
     search = [a for d in local_dirs for a in ("--search", d)] + (["--offline"] if offline else [])
@@ -142,7 +142,7 @@ def split_fetcher(split: Callable[[Preparation, str], List[Step]], parts: Dict[s
 
 @dataclasses.dataclass(frozen=True)
 class HoldOut:
-    """A dev set drawn from the training pairs (relpos_recipes.tools.corpus take --hold-out)."""
+    """A dev set drawn from the training pairs (relpos_recipes.tools.user_corpus take --hold-out)."""
 
     pairs: int
     max_len: int
@@ -151,7 +151,7 @@ class HoldOut:
 
 def corpus_fetcher(train: Path, dev: Optional[Path], tests: Dict[str, Path], hold_out: Optional[HoldOut]) -> Fetcher:
     """A user's corpus (prepare-corpus.sh): the files PREFIX.{SRC,TGT} of ``train``, ``dev`` and
-    each test set, checked and taken into WORK/split/{train,dev,NAME} (relpos_recipes.tools.corpus);
+    each test set, checked and taken into WORK/split/{train,dev,NAME} (relpos_recipes.tools.user_corpus);
     without ``dev``, the dev set is ``hold_out``'s pairs of ``train``."""
 
     def take(p: Preparation, part: str, prefix: Path, hold: Optional[HoldOut] = None) -> Step:

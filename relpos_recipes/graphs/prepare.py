@@ -12,7 +12,7 @@ from relpos_analysis.io import InputError
 
 from ..engine import Display, Graph, Job, Launch, Out, Step, StepError, manifest, run
 from ..engine.step import REPO
-from ..tools.corpus import MAX_OVERLAP, MalformedFile, Overlap, hold_out, overlaps, parallel_pairs
+from ..tools.user_corpus import MAX_OVERLAP, MalformedFile, Overlap, hold_out, overlaps, parallel_pairs
 from ..tools.filter_pairs import BAND_SIDES
 from . import PY, tool
 from .data import (JOINED_SETS, Concat, Fetcher, HoldOut, Prepared, Preparation, corpus_fetcher, length_unit,
@@ -22,9 +22,9 @@ from .options import Parser, absolute, add_threads, band_list, folder, log, name
 
 
 def wmt_pair(pair: str) -> dict:
-    """What the recipes need of a WMT19 pair (relpos_recipes.tools.corpora.PAIRS): its languages,
+    """What the recipes need of a WMT19 pair (relpos_recipes.tools.wmt_sources.PAIRS): its languages,
     how the study prepares it, its corpora."""
-    from ..tools.corpora import PAIRS
+    from ..tools.wmt_sources import PAIRS
 
     spec = PAIRS[pair]
     return dict(src=spec["src"], tgt=spec["tgt"], corpora=list(spec["corpora"]), **spec["preparation"])
@@ -396,7 +396,7 @@ def corpus_args(args) -> Tuple[Dict[str, Path], int, Optional[HoldOut]]:
 
 
 def check_corpus_files(args, tests: Dict[str, Path], hold: Optional[HoldOut]) -> Dict[str, Overlap]:
-    """Every file read and checked (relpos_recipes.tools.corpus), before any work; then each
+    """Every file read and checked (relpos_recipes.tools.user_corpus), before any work; then each
     test set's overlap with the training pairs (those left when the dev set is held out),
     printed, and refused above MAX_OVERLAP unless --allow-overlap."""
     prefixes = [("--train", absolute(args.train))] + ([("--dev", absolute(args.dev))] if args.dev else [])

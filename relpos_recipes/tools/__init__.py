@@ -14,9 +14,9 @@ from typing import Dict, NoReturn, Optional, Sequence, Tuple
 # symbolic name -> (the module run with python -m, its subcommand if it has several); the
 # analysis package's command lines make the reports and boards
 COMMANDS: Dict[str, Tuple[str, ...]] = {
-    "corpora": ("relpos_recipes.tools.corpora",),
+    "corpora": ("relpos_recipes.tools.wmt_sources",),
     "tatoeba": ("relpos_recipes.tools.tatoeba",),
-    "take-corpus": ("relpos_recipes.tools.corpus", "take"),
+    "take-corpus": ("relpos_recipes.tools.user_corpus", "take"),
     "concat-augment": ("relpos_recipes.tools.concat_augment",),
     "toy-corpus": ("relpos_recipes.tools.toy_corpus",),
     "scan": ("relpos_recipes.tools.scan",),
@@ -29,8 +29,8 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "longer-side": ("relpos_recipes.tools.text", "longer-side"),
     "cut-lines": ("relpos_recipes.tools.text", "cut-lines"),
     "deseg": ("relpos_recipes.tools.text", "deseg"),
-    "write-env": ("relpos_recipes.tools.text", "write-env"),
-    "testset-meta": ("relpos_recipes.tools.text", "testset-meta"),
+    "write-env": ("relpos_recipes.tools.records", "write-env"),
+    "testset-meta": ("relpos_recipes.tools.records", "testset-meta"),
     "train": ("relpos_recipes.tools.fairseq_train",),
     "translate": ("relpos_recipes.tools.fairseq_generate", "translate"),
     "log-probs": ("relpos_recipes.tools.fairseq_generate", "scores"),

@@ -33,8 +33,8 @@ import sys
 import zipfile
 from dataclasses import dataclass
 
-from .corpora import fetch, refusing_damaged_archive
-from .corpus import MalformedFile, checked_lines
+from .wmt_sources import fetch, refusing_damaged_archive
+from .user_corpus import MalformedFile, checked_lines
 
 EXPORT_URL = "https://www.manythings.org/anki/deu-eng.zip"
 MEMBER = "deu.txt"

@@ -1,14 +1,12 @@
 """Text tools of the recipes' steps: normalising and tokenising (sacremoses), joining and
 cutting lines, the longer side of each pair, undoing the segmentation and the tokenisation
-of hypotheses, and the small records of a prepared folder (``segmentation.env``, a test set's
-``meta.env``).  ``python -m relpos_recipes.tools.text SUBCOMMAND ...``.
+of hypotheses.  ``python -m relpos_recipes.tools.text SUBCOMMAND ...``.
 """
 import argparse
 import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import List, Sequence
 
 from . import count_lines, fail
@@ -85,28 +83,6 @@ def longer_side(a) -> None:
             out.write((source if len(source.split()) >= len(target.split()) else target) + "\n")
 
 
-def write_env(a) -> None:
-    with open(a.out, "w", encoding="utf-8") as out:
-        for setting in a.settings:
-            if "=" not in setting:
-                fail(f"write-env: expected KEY=VALUE, got {setting!r}")
-            out.write(setting + "\n")
-
-
-def testset_meta(a) -> None:
-    """meta.env of a built test set, after checking that its files have one line per pair."""
-    folder = Path(a.dir)
-    counts = {name: count_lines(folder / name) for name in
-              (f"raw.{a.src}", f"raw.{a.tgt}", f"seg.{a.src}", f"seg.{a.tgt}")}
-    if len(set(counts.values())) != 1:
-        fail(f"test set {a.name} in {folder}: its files differ in lines ("
-             + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
-    lines = counts[f"raw.{a.src}"]
-    with open(a.out, "w", encoding="utf-8") as out:
-        out.write(f"NAME={a.name}\nPREP_DIR=../..\nPAIR={a.pair}\nSRC={a.src}\nTGT={a.tgt}\nLINES={lines}\n")
-    print(f"{a.name}: {lines} pairs -> {folder}")
-
-
 def cut_lines(a) -> None:
     """Lines FIRST..LAST (1-based, inclusive) of IN to OUT: the SMOKE stand-in corpora."""
     with open(a.input, encoding="utf-8", newline="\n") as f:
@@ -177,16 +153,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tgt", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(run=longer_side)
-
-    p = sub.add_parser("write-env")
-    p.add_argument("--out", required=True)
-    p.add_argument("settings", nargs="*")
-    p.set_defaults(run=write_env)
-
-    p = sub.add_parser("testset-meta")
-    for option in ("--dir", "--name", "--pair", "--src", "--tgt", "--out"):
-        p.add_argument(option, required=True)
-    p.set_defaults(run=testset_meta)
 
     p = sub.add_parser("cut-lines")
     p.add_argument("--input", required=True)

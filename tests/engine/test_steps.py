@@ -187,7 +187,7 @@ def test_an_output_no_run_made_is_refused_by_name_and_left_as_it_was(tmp_path, o
 def test_a_failed_step_leaves_no_output_and_is_tried_again(tmp_path):
     fail = tmp_path / "fail"
     fail.write_text("")
-    # a tool writing through a temporary file of its own beside its output, as corpora.py does
+    # a tool writing through a temporary file of its own beside its output, as wmt_sources.py does
     code = ("import sys, pathlib; out = pathlib.Path(sys.argv[1]); out.write_text('partial');"
             "pathlib.Path(f'{out}.tmp.99').write_text('half');"
             "sys.exit('error: it failed' if pathlib.Path(sys.argv[2]).exists() else 0)")

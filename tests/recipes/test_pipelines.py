@@ -4,7 +4,7 @@ it is absent): the De->En preparation offline end to end, the test sets on the r
 (28,075 / 14,038 pairs), the Zh->En SentencePiece path on a small Chinese sample, and one
 SMOKE=1 table to its report (the other tables' plans: test_study.py).  The synthetic pair
 through prepare-toy.sh and build-test-sets.sh.  train.sh and translate.sh: test_train_translate.py;
-the scripts' command lines: test_recipes.py; the WMT corpora's readers: test_corpora.py.
+the scripts' command lines: test_recipes.py; the WMT corpora's readers: test_wmt_sources.py.
 """
 import json
 import re
@@ -222,7 +222,7 @@ def zhen(tmp_path_factory):
         dev = lines(ZHEN / f"newstest2017.{lang}")[:100]
         (standin / f"newsdev2017.{lang}").write_text("\n".join(dev) + "\n", encoding="utf-8")
     work = root / "work"
-    # SMOKE=1: corpora.py takes the 100-line newsdev2017 as a deliberate stand-in
+    # SMOKE=1: wmt_sources.py takes the 100-line newsdev2017 as a deliberate stand-in
     proc = run(["bash", SCRIPTS / "prepare-wmt19-zh-en.sh", "--work-dir", work, "--local-dir",
                 standin, "--local-dir", ZHEN, "--offline", "--spm-vocab", "1000",
                 "--shards", "2"], env={"SMOKE": "1"})

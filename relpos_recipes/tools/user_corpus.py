@@ -2,8 +2,8 @@
 line, and taken into a prepared folder, with a dev set held out of the training pairs where
 the user gives none.
 
-    python -m relpos_recipes.tools.corpus check --src PREFIX.de --tgt PREFIX.en
-    python -m relpos_recipes.tools.corpus take --src PREFIX.de --tgt PREFIX.en \\
+    python -m relpos_recipes.tools.user_corpus check --src PREFIX.de --tgt PREFIX.en
+    python -m relpos_recipes.tools.user_corpus take --src PREFIX.de --tgt PREFIX.en \\
         --out-src OUT.de --out-tgt OUT.en \\
         [--hold-out N --max-len L --src-unit word|char --tgt-unit word|char --seed S \\
          --dev-src DEV.de --dev-tgt DEV.en]
@@ -30,7 +30,7 @@ import sys
 from typing import Dict, List, Sequence, Tuple
 
 from . import fail
-from .corpora import LINE_BREAKS
+from .wmt_sources import LINE_BREAKS
 
 
 class MalformedFile(ValueError):
@@ -173,7 +173,7 @@ def take(a) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m relpos_recipes.tools.corpus", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m relpos_recipes.tools.user_corpus", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="tool", required=True)
     p = sub.add_parser("check", help="check both files; print the number of pairs")
     p.add_argument("--src", required=True)

@@ -1,4 +1,4 @@
-"""Any parallel corpus (scripts/prepare-corpus.sh, relpos_recipes.tools.corpus): the check of the
+"""Any parallel corpus (scripts/prepare-corpus.sh, relpos_recipes.tools.user_corpus): the check of the
 user's files by file and line, the dev set held out of the training pairs, the refusals of the
 command line before any folder is made, and one small corpus prepared end to end (taken as
 tokenized, with a length band and the concatenation augmentation)."""
@@ -9,7 +9,7 @@ import re
 import pytest
 
 from relpos_recipes.__main__ import main as recipe
-from relpos_recipes.tools import corpus
+from relpos_recipes.tools import user_corpus
 from test_pipelines import SCRIPTS, lines, run
 
 
@@ -32,17 +32,17 @@ def write_pair(prefix, src_lines, tgt_lines, src="de", tgt="en"):
 ])
 def test_a_malformed_corpus_is_refused_by_file_and_line(tmp_path, src, tgt, expected):
     prefix = write_pair(tmp_path / "train", src, tgt)
-    with pytest.raises(corpus.MalformedFile) as refused:
-        corpus.parallel_pairs(f"{prefix}.de", f"{prefix}.en")
+    with pytest.raises(user_corpus.MalformedFile) as refused:
+        user_corpus.parallel_pairs(f"{prefix}.de", f"{prefix}.en")
     assert re.search(expected, str(refused.value)), refused.value
 
 
 def test_a_byte_order_mark_and_crlf_line_ends_are_no_part_of_the_sentences(tmp_path):
     prefix = write_pair(tmp_path / "win", codecs.BOM_UTF8 + b"Guten Tag.\r\nDanke.\r\n", ["Good day.", "Thanks."])
-    assert corpus.parallel_pairs(f"{prefix}.de", f"{prefix}.en") == [("Guten Tag.", "Good day."),
+    assert user_corpus.parallel_pairs(f"{prefix}.de", f"{prefix}.en") == [("Guten Tag.", "Good day."),
                                                                       ("Danke.", "Thanks.")]
     out = tmp_path / "out"
-    assert corpus.main(["take", "--src", f"{prefix}.de", "--tgt", f"{prefix}.en", "--out-src", f"{out}.de",
+    assert user_corpus.main(["take", "--src", f"{prefix}.de", "--tgt", f"{prefix}.en", "--out-src", f"{out}.de",
                         "--out-tgt", f"{out}.en"]) == 0
     assert (tmp_path / "out.de").read_bytes() == b"Guten Tag.\nDanke.\n"
 
@@ -54,7 +54,7 @@ def test_the_held_out_dev_set_is_drawn_within_the_limit_from_the_seed(tmp_path):
     prefix = write_pair(tmp_path / "train", rows, [row.upper() for row in rows])
 
     def take(seed, out):
-        corpus.main(["take", "--src", f"{prefix}.de", "--tgt", f"{prefix}.en", "--out-src", str(out / "train.de"),
+        user_corpus.main(["take", "--src", f"{prefix}.de", "--tgt", f"{prefix}.en", "--out-src", str(out / "train.de"),
                      "--out-tgt", str(out / "train.en"), "--hold-out", "10", "--max-len", "8", "--seed", str(seed),
                      "--dev-src", str(out / "dev.de"), "--dev-tgt", str(out / "dev.en")])
         return lines(out / "dev.de"), lines(out / "train.de")
@@ -72,7 +72,7 @@ def test_the_held_out_dev_set_is_drawn_within_the_limit_from_the_seed(tmp_path):
 def test_too_few_pairs_within_the_limit_to_hold_out_is_refused(tmp_path):
     prefix = write_pair(tmp_path / "train", ["a b c d e f g h i j"] * 30 + ["a"] * 5, ["x"] * 35)
     with pytest.raises(SystemExit, match="35 pairs, 5 of them within 8: too few to hold out 10 dev pairs"):
-        corpus.main(["take", "--src", f"{prefix}.de", "--tgt", f"{prefix}.en", "--out-src", str(tmp_path / "o.de"),
+        user_corpus.main(["take", "--src", f"{prefix}.de", "--tgt", f"{prefix}.en", "--out-src", str(tmp_path / "o.de"),
                      "--out-tgt", str(tmp_path / "o.en"), "--hold-out", "10", "--max-len", "8",
                      "--dev-src", str(tmp_path / "d.de"), "--dev-tgt", str(tmp_path / "d.en")])
 
@@ -110,7 +110,7 @@ def test_a_test_set_inside_the_training_data_is_counted_and_refused_by_name_unle
     held out of --train as the dev set are no training pairs."""
     rows = [f"s{k} a b" for k in range(300)]
     write_pair(tmp_path / "train", rows, [row.upper() for row in rows])
-    held = corpus.hold_out([(row, row.upper()) for row in rows], 50, 20, ("word", "word"), 1)
+    held = user_corpus.hold_out([(row, row.upper()) for row in rows], 50, 20, ("word", "word"), 1)
     train = [row for k, row in enumerate(rows) if k not in held]
     tests = {"clean": ([f"t{k} x" for k in range(100)], [f"T{k} X" for k in range(100)]),
              # one pair of the training data (1%), and sources the training data translates otherwise

@@ -1,10 +1,10 @@
-"""relpos_recipes.tools.corpora, the WMT data: a test set is used only at its official size, the
+"""relpos_recipes.tools.wmt_sources, the WMT data: a test set is used only at its official size, the
 downloaded dev.tgz/test.tgz only with the md5 sum sacrebleu records for it, a failed
 download ends in one line saying what to do, and a damaged archive is refused by name.  The
 readers of the distributed formats (tsv.gz, a tgz, a zip, CWMT's folders), a test set from
 the SGML of dev.tgz, the message for each missing corpus, an atomic download.
 
-Runs corpora.py as the preparation scripts do (python corpora.py ...) on small files written
+Runs the tool as the preparation scripts do (python -m relpos_recipes.tools.wmt_sources ...) on small files written
 here; one test checks the official sizes against the real newstest files in ../shared
 (skipped when they are absent).
 """
@@ -29,19 +29,19 @@ import pytest
 from conftest import shared_path
 from test_pipelines import SCRIPTS, lines, run
 
-from relpos_recipes.tools import corpora
+from relpos_recipes.tools import wmt_sources
 
 
 def corpora_py(*args, env=None):
-    """`python corpora.py ARGS` outside a SMOKE=1 run; the CompletedProcess."""
+    """`python -m relpos_recipes.tools.wmt_sources ARGS` outside a SMOKE=1 run; the CompletedProcess."""
     full_env = {k: v for k, v in os.environ.items() if k != "SMOKE"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "relpos_recipes.tools.corpora", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "relpos_recipes.tools.wmt_sources", *map(str, args)],
                           capture_output=True, text=True, env=full_env)
 
 
 def run_testset(name, local, tmp_path, *options, env=None):
-    """corpora.py testset for De->En NAME from the folder LOCAL, offline; (process, prefix)."""
+    """wmt_sources.py testset for De->En NAME from the folder LOCAL, offline; (process, prefix)."""
     prefix = tmp_path / "orig" / name
     proc = corpora_py("testset", "--pair", "de-en", "--name", name, "--search", local,
                       "--raw-dir", tmp_path / "raw", "--out-prefix", prefix, "--offline",
@@ -100,7 +100,7 @@ def test_a_test_set_of_another_size_is_an_error_naming_its_files_and_the_officia
 
 def test_the_official_sizes_are_those_of_the_real_test_sets(tmp_path):
     newstest = shared_path("data", "wmt-newstest")
-    for pair, sizes in corpora.EXPECTED_LINES.items():
+    for pair, sizes in wmt_sources.EXPECTED_LINES.items():
         for name, size in sizes.items():
             if not (newstest / pair / f"{name}.en").exists():
                 continue  # newsdev2017 is not among them
@@ -110,7 +110,7 @@ def test_the_official_sizes_are_those_of_the_real_test_sets(tmp_path):
             assert proc.returncode == 0, proc.stderr
             assert f"{pair} {name}: {size} lines from" in proc.stderr
     newstest_all = [f"newstest{year}" for year in range(2008, 2019) if year != 2015]
-    assert sum(corpora.EXPECTED_LINES["de-en"][name] for name in newstest_all) == 28075
+    assert sum(wmt_sources.EXPECTED_LINES["de-en"][name] for name in newstest_all) == 28075
 
 
 @pytest.fixture
@@ -127,17 +127,17 @@ def web_server(tmp_path):
 
 def test_a_downloaded_test_set_archive_must_have_the_md5_sacrebleu_records(tmp_path, web_server,
                                                                           monkeypatch):
-    assert corpora.sacrebleu_md5("wmt19/dev", "dev.tgz") == "f2ec7af5947c19e0cacb3882eb208002"
-    assert corpora.sacrebleu_md5("wmt19", "test.tgz") == "84de7162d158e28403103b01aeefc39a"
+    assert wmt_sources.sacrebleu_md5("wmt19/dev", "dev.tgz") == "f2ec7af5947c19e0cacb3882eb208002"
+    assert wmt_sources.sacrebleu_md5("wmt19", "test.tgz") == "84de7162d158e28403103b01aeefc39a"
     # a dev.tgz that is not WMT19's, served where the preparation downloads it from
     served = tgz(tmp_path / "site" / "dev.tgz", {"dev/newstest2014.de": "Satz\n",
                                                  "dev/newstest2014.en": "Sentence\n"})
-    monkeypatch.setitem(corpora.TESTSET_ARCHIVES, "dev.tgz", (f"{web_server}/dev.tgz", "wmt19/dev"))
+    monkeypatch.setitem(wmt_sources.TESTSET_ARCHIVES, "dev.tgz", (f"{web_server}/dev.tgz", "wmt19/dev"))
     monkeypatch.setenv("RELPOS_FETCH_RETRIES", "1")
     monkeypatch.delenv("SMOKE", raising=False)
     raw = tmp_path / "raw"
     with pytest.raises(SystemExit) as refused:
-        corpora.main(["testset", "--pair", "de-en", "--name", "newstest2014", "--raw-dir",
+        wmt_sources.main(["testset", "--pair", "de-en", "--name", "newstest2014", "--raw-dir",
                       str(raw), "--out-prefix", str(tmp_path / "orig" / "newstest2014")])
     got = hashlib.md5(served.read_bytes()).hexdigest()
     assert str(refused.value.code) == (
@@ -147,7 +147,7 @@ def test_a_downloaded_test_set_archive_must_have_the_md5_sacrebleu_records(tmp_p
         f"plain text files there, and re-run")
     assert not list(raw.glob("*")) and not (tmp_path / "orig").exists()
     # the same download with the md5 it has is kept
-    kept = corpora.fetch(f"{web_server}/dev.tgz", str(raw / "dev.tgz"), md5=got)
+    kept = wmt_sources.fetch(f"{web_server}/dev.tgz", str(raw / "dev.tgz"), md5=got)
     assert open(kept, "rb").read() == served.read_bytes() and not list(raw.glob("*.part"))
 
 
@@ -194,11 +194,11 @@ def test_a_damaged_archive_is_refused_by_name(tmp_path):
 def test_fetch_is_atomic(tmp_path):
     (tmp_path / "remote.bin").write_bytes(b"x" * 100_000)
     dest = tmp_path / "raw" / "file.bin"
-    run([sys.executable, "-m", "relpos_recipes.tools.corpora", "fetch", (tmp_path / "remote.bin").as_uri(), dest])
+    run([sys.executable, "-m", "relpos_recipes.tools.wmt_sources", "fetch", (tmp_path / "remote.bin").as_uri(), dest])
     assert dest.read_bytes() == b"x" * 100_000
     assert not (tmp_path / "raw" / "file.bin.part").exists()
     bad = tmp_path / "raw" / "missing.bin"
-    r = run([sys.executable, "-m", "relpos_recipes.tools.corpora", "fetch", (tmp_path / "nope").as_uri(), bad,
+    r = run([sys.executable, "-m", "relpos_recipes.tools.wmt_sources", "fetch", (tmp_path / "nope").as_uri(), bad,
              "--retries", "1"], check=False)
     assert r.returncode != 0 and "could not download" in r.stderr
     assert not bad.exists()
@@ -206,7 +206,7 @@ def test_fetch_is_atomic(tmp_path):
 
 def _corpus(tmp_path, pair, name, *dirs, offline=True):
     out = tmp_path / "out" / name
-    cmd = [sys.executable, "-m", "relpos_recipes.tools.corpora", "corpus", "--pair", pair, "--name", name,
+    cmd = [sys.executable, "-m", "relpos_recipes.tools.wmt_sources", "corpus", "--pair", pair, "--name", name,
            "--raw-dir", tmp_path / "raw", "--out-prefix", out]
     for d in dirs:
         cmd += ["--search", d]
@@ -284,7 +284,7 @@ def test_testset_from_sgm_in_dev_tgz(tmp_path):
                           ["A sentence .", "Another one"]),
                          ("newstest2008", ["Alt"], ["Old"])]:
         out = tmp_path / "orig" / name
-        r = run([sys.executable, "-m", "relpos_recipes.tools.corpora", "testset", "--pair", "de-en", "--name",
+        r = run([sys.executable, "-m", "relpos_recipes.tools.wmt_sources", "testset", "--pair", "de-en", "--name",
                  name, "--search", local, "--raw-dir", tmp_path / "raw", "--out-prefix", out,
                  "--offline", "--stand-in"], check=False)
         assert r.returncode == 0, r.stderr

@@ -2,11 +2,11 @@
 
 Used by scripts/prepare-wmt19-*.sh and scripts/build-test-sets.sh:
 
-    corpora.py list    --pair de-en
-    corpora.py fetch   URL DEST
-    corpora.py corpus  --pair de-en --name europarl --search DIR [--search DIR ...]
+    wmt_sources.py list    --pair de-en
+    wmt_sources.py fetch   URL DEST
+    wmt_sources.py corpus  --pair de-en --name europarl --search DIR [--search DIR ...]
                        --raw-dir RAW --out-prefix PREFIX [--offline]
-    corpora.py testset --pair de-en --name newstest2018 --search DIR ... --raw-dir RAW
+    wmt_sources.py testset --pair de-en --name newstest2018 --search DIR ... --raw-dir RAW
                        --out-prefix PREFIX [--offline] [--stand-in]
 
 ``corpus`` and ``testset`` write PREFIX.<src> and PREFIX.<tgt>: one segment per line, the two
