@@ -29,8 +29,8 @@ from .data import Prepared, band_folder, band_steps, preparation_and_test_sets, 
 from .options import RECIPE_ENVIRONMENT, Parser, absolute, band_list, name_list
 from .prepare import toy_parser, toy_preparation
 from .presets import TATOEBA_LIMIT
-from .systems import (TOY, DemoRun, add_run_options, demo_run, demo_training, folder_corpus, refuse_unless_ours,
-                      tatoeba_corpus, train_step, translate_steps)
+from .systems import (TOY, SystemsRun, add_run_options, systems_run, demo_training, folder_profile, refuse_unless_ours,
+                      tatoeba_profile, train_step, translate_steps)
 
 # bands of the longer side in subword tokens; on the synthetic pair a sentence of N source
 # words has about 2.4 N subword tokens on its longer side, so that every band is reached
@@ -48,7 +48,7 @@ SOURCE_WORDS_PER_TOKEN = 0.5
 class Bands:
     """The recipe's systems and steps for one command line."""
 
-    run: DemoRun
+    run: SystemsRun
     bands: List[Bucket]
     test_bands: List[Bucket]
     side: str
@@ -59,24 +59,24 @@ class Bands:
         return self.run.out / arch / band_folder(band)
 
     def system_steps(self, arch: str, band: Bucket) -> List[Step]:
-        """ARCH trained on the band (the corpus's model, learning rate and --updates; the best
+        """ARCH trained on the band (the profile's model, learning rate and --updates; the best
         checkpoint on the band's dev pairs), then translating the test set."""
         save, label = self.folder(arch, band), f"{arch}/{band_folder(band)}"
-        training = demo_training(self.run, arch, self.run.seed, save, self.run.corpus.lr, data_bin=band_folder(band))
+        training = demo_training(self.run, arch, self.run.seed, save, self.run.profile.lr, data_bin=band_folder(band))
         return [train_step(self.run, training, label=label),
                 *translate_steps(self.run, save, test_sets=[self.test_set], label=label)]
 
     def lengths_file(self) -> Path:
         """The file whose whitespace tokens are each test pair's length, on the bands' side."""
         testset = self.run.data / "testsets" / self.test_set
-        src, tgt = self.run.corpus.langs
+        src, tgt = self.run.profile.langs
         return {"longer": testset / "longer-side", "source": testset / f"seg.{src}",
                 "target": testset / f"seg.{tgt}"}[self.side]
 
     def matrix_step(self) -> Step:
         testset = self.run.data / "testsets" / self.test_set
         out = self.run.out / "matrix"
-        reference = testset / f"raw.{self.run.corpus.langs[1]}"
+        reference = testset / f"raw.{self.run.profile.langs[1]}"
         systems, inputs = [], [reference, self.lengths_file()]
         for arch in self.run.archs:
             outs = [self.folder(arch, band) / self.test_set for band in self.bands]
@@ -87,8 +87,8 @@ class Bands:
         specs = [",".join(map(band_spec, bands)) for bands in (self.bands, self.test_bands)]
         command = [tool("band-matrix"), "--ref", reference, "--length-file", self.lengths_file(),
                    "--train-bands", specs[0], "--test-bands", specs[1], *systems,
-                   "--tokenize", self.run.corpus.tokenize, "--bootstrap", self.bootstrap, "--seed", self.run.seed,
-                   "--title", f"Length bands, {self.run.corpus.name}, {self.test_set} ({self.side} side, "
+                   "--tokenize", self.run.profile.tokenize, "--bootstrap", self.bootstrap, "--seed", self.run.seed,
+                   "--title", f"Length bands, {self.run.profile.name}, {self.test_set} ({self.side} side, "
                               f"subword tokens)", "--out-dir", OutDir(out)]
         return Step("band-matrix", command, home=out, root=self.run.out, inputs=inputs,
                     display=Display(echo=False, title="the band matrix"))
@@ -121,7 +121,7 @@ def synthetic_steps(bands: Sequence[Bucket], test_bands: Sequence[Bucket], side:
     band needs, training and test pairs alike, a data-bin per band (no length limit: the bands
     are the training data) and the test set."""
 
-    def steps(run_: DemoRun) -> List[Step]:
+    def steps(run_: SystemsRun) -> List[Step]:
         words = math.ceil(max(band.hi for band in test_bands) * SOURCE_WORDS_PER_TOKEN) + 1
         sizes = ("3000", "60", "200") if quick else ("20000", "400", "300")
         args = toy_parser().parse_args([
@@ -158,27 +158,27 @@ def bands_main(argv: Sequence[str]) -> int:
         for path in ([] if data_dir else [out / "data"]) + [out / arch for arch in args.systems] + [out / "matrix"]:
             refuse_unless_ours(path)
     if kind == "synthetic":
-        corpus = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side,
+        profile = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side,
                                                                 args.test_set or "test", args.quick))
     elif kind == "tatoeba":
-        corpus = tatoeba_corpus(args, smoke, ["--train-band", ",".join(map(band_spec, args.bands)),
+        profile = tatoeba_profile(args, smoke, ["--train-band", ",".join(map(band_spec, args.bands)),
                                               "--band-side", args.band_side])
     else:
-        corpus = folder_corpus(data_dir, steps=lambda run_: [
+        profile = folder_profile(data_dir, steps=lambda run_: [
             step for band in args.bands for step in band_steps(
                 preparation_of(Prepared.read(data_dir), run_.threads, band_side=args.band_side), band)])
     if not args.run_job:
         check_archs("--systems", args.systems)
-    run_ = demo_run(args, args.systems, corpus)
+    run_ = systems_run(args, args.systems, profile)
     run_.data_dir = data_dir
-    test_set = args.test_set or corpus.test_sets[0]
-    if test_set not in corpus.test_sets and not (run_.data / "testsets" / test_set / "meta.env").is_file():
+    test_set = args.test_set or profile.test_sets[0]
+    if test_set not in profile.test_sets and not (run_.data / "testsets" / test_set / "meta.env").is_file():
         raise StepError(f"--test-set {test_set}: no such test set in {run_.data / 'testsets'}")
     bands = Bands(run_, args.bands, args.test_bands, args.band_side, test_set, bootstrap=100 if args.quick else 1000)
     launch = Launch.from_args("bands", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole(),
                               environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()
-    run(bands.graph(corpus.steps(run_)), launch)
+    run(bands.graph(profile.steps(run_)), launch)
     if launch.finishes_here:
         if launch.launcher == "local":
             launch.console.log(f"done in {time.monotonic() - began:.0f} s")

@@ -15,13 +15,13 @@ from . import tool
 from .archs import check_archs
 from .options import RECIPE_ENVIRONMENT
 from .reports import system_options
-from .systems import (DemoRun, demo_parser, demo_run, demo_training, print_outputs, refuse_unless_ours, train_step,
+from .systems import (SystemsRun, demo_parser, systems_run, demo_training, print_outputs, refuse_unless_ours, train_step,
                       translate_steps)
 
 DEMO_SYSTEMS = "transformer_abs,transformer_rel,transformer_rel_k,transformer_lstm_pos"
 
 
-def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
+def report_step(run: SystemsRun, test_set: str, systems: Dict[str, Path]) -> Step:
     testset = run.data / "testsets" / test_set
     report = run.out / "report" / test_set
     named, read = system_options({arch: [folder] for arch, folder in systems.items()}, test_set, run.oracle)
@@ -36,15 +36,15 @@ def report_step(run: DemoRun, test_set: str, systems: Dict[str, Path]) -> Step:
                 display=Display(echo=False, title=f"report {test_set}"))
 
 
-def demo_graph(run: DemoRun) -> Graph:
+def demo_graph(run: SystemsRun) -> Graph:
     """The data, each system (its training, then its translations of both test sets) and
     the reports."""
     systems = {system: run.out / system for system in run.systems}
-    jobs = [Job("prepare", run.corpus.steps(run), kind="prepare")]
+    jobs = [Job("prepare", run.profile.steps(run), kind="prepare")]
     for system, save in systems.items():
         jobs.append(Job(system, [train_step(run, demo_training(run, system, run.seed, save)),
                                  *translate_steps(run, save)]))
-    jobs.append(Job("reports", [report_step(run, test_set, systems) for test_set in run.corpus.test_sets],
+    jobs.append(Job("reports", [report_step(run, test_set, systems) for test_set in run.profile.test_sets],
                     kind="report"))
     return Graph(jobs, roots=[run.out])
 
@@ -55,13 +55,13 @@ def demo_main(argv: Sequence[str]) -> int:
     args.train_limit = args.train_limit or 50
     args.updates = args.updates or 2300
     args.out_dir = args.out_dir or REPO / "runs" / "demo"
-    run_ = demo_run(args, args.systems)
+    run_ = systems_run(args, args.systems)
     if not args.run_job:
         check_archs("--systems", run_.archs)
         if run_.concat:
             check_archs("--concat-systems", run_.concat)
         for path in (run_.data, *(run_.out / system for system in run_.systems),
-                     *(run_.out / "report" / test_set for test_set in run_.corpus.test_sets)):
+                     *(run_.out / "report" / test_set for test_set in run_.profile.test_sets)):
             refuse_unless_ours(path)
     launch = Launch.from_args("demo", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole(),
                               environment=RECIPE_ENVIRONMENT)
@@ -70,6 +70,6 @@ def demo_main(argv: Sequence[str]) -> int:
     if launch.finishes_here:
         if launch.launcher == "local":
             launch.console.log(f"done in {time.monotonic() - began:.0f} s")
-        print_outputs(run_.out / "report", run_.corpus.test_sets, "report.md",
+        print_outputs(run_.out / "report", run_.profile.test_sets, "report.md",
                       "report.md, report.json, buckets.png, lengths.png", outcome)
     return 0

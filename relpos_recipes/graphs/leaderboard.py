@@ -26,8 +26,8 @@ from .data import Concat, Prepared, concat_steps, preparation_of
 from .options import RECIPE_ENVIRONMENT, absolute, positive_int
 from .presets import TATOEBA_LIMIT
 from .reports import system_options
-from .systems import (TOY, DemoRun, absolute_out, demo_parser, demo_run, demo_training, folder_corpus, print_outputs,
-                      refuse_unless_ours, tatoeba_corpus, train_step, translate_steps)
+from .systems import (TOY, SystemsRun, absolute_out, demo_parser, systems_run, demo_training, folder_profile, print_outputs,
+                      refuse_unless_ours, tatoeba_profile, train_step, translate_steps)
 
 
 @dataclasses.dataclass
@@ -80,7 +80,7 @@ def learning_rates(text: str) -> List[str]:
 class Leaderboard:
     """The leaderboard's steps, folders and jobs for one command line."""
 
-    def __init__(self, run_: DemoRun, protocol: Protocol):
+    def __init__(self, run_: SystemsRun, protocol: Protocol):
         self.run = run_
         self.protocol = protocol
 
@@ -188,7 +188,7 @@ class Leaderboard:
         models = {arch: [self.folder(arch, self.choice(arch)["chosen"], seed) for seed in self.protocol.seeds]
                   for arch in run_.systems if arch not in failures}
         logs = {arch: [folder / "train.log" for folder in folders] for arch, folders in models.items()}
-        for test_set in run_.corpus.test_sets:
+        for test_set in run_.profile.test_sets:
             named, read = system_options(models, test_set, run_.oracle)
             args = [*named, *[a for arch in models for a in ("--train-log", f"{arch}=" + ",".join(map(str, logs[arch])))],
                     *[a for arch, why in failures.items() for a in ("--failed", f"{arch}={why}")]]
@@ -197,20 +197,20 @@ class Leaderboard:
         return steps
 
 
-def board_step(run_: DemoRun, test_set: str, systems: Sequence[str], inputs: Sequence[Path], n_seeds: int,
+def board_step(run_: SystemsRun, test_set: str, systems: Sequence[str], inputs: Sequence[Path], n_seeds: int,
                tuning: Path) -> Step:
     testset = run_.data / "testsets" / test_set
     board = run_.out / "leaderboard" / test_set
     device = ", on GPUs (fp16)" if run_.gpus else ""
-    src, tgt = run_.corpus.langs
+    src, tgt = run_.profile.langs
     command = [tool("board"), "--source", testset / f"seg.{src}", "--length-file",
                testset / "longer-side", "--ref", testset / f"raw.{tgt}", *systems, "--tuning", tuning,
                "--baseline", run_.archs[0], "--train-limit", run_.limit, "--edges", run_.edges(test_set),
-               "--tokenize", run_.corpus.tokenize, "--bootstrap", 1000, "--seed", run_.seed,
+               "--tokenize", run_.profile.tokenize, "--bootstrap", 1000, "--seed", run_.seed,
                # 95 BLEU within the limit means "learned" on the synthetic pair, and nothing
                # after --quick's few updates or on real sentences
-               *(["--learned-threshold", "0"] if run_.corpus is not TOY or run_.quick else []),
-               "--title", f"Leaderboard, {run_.corpus.name}, {test_set}: trained on pairs of up to {run_.limit} "
+               *(["--learned-threshold", "0"] if run_.profile is not TOY or run_.quick else []),
+               "--title", f"Leaderboard, {run_.profile.name}, {test_set}: trained on pairs of up to {run_.limit} "
                           f"subword tokens, {n_seeds} seed{'s' if n_seeds > 1 else ''}{device}",
                "--out-dir", OutDir(board)]
     return Step("board", command, home=board, root=run_.out,
@@ -233,7 +233,7 @@ def folder_limit(data: Path, given: Optional[int]) -> int:
                     "--train-limit N prepares one)")
 
 
-def folder_concat_steps(run_: DemoRun) -> List[Step]:
+def folder_concat_steps(run_: SystemsRun) -> List[Step]:
     """The concatenation augmentation of a prepared folder's lenN, with lenN's dev set, as
     prepare-*.sh --concat-augment --seed SEED makes it; none without concat systems, or where
     the folder was prepared with it (its own share and seed are kept)."""
@@ -281,15 +281,15 @@ def leaderboard_main(argv: Sequence[str]) -> int:
             refuse_unless_ours(out / "data")
         refuse_unless_ours(out / "leaderboard")
     if data_dir is not None:
-        corpus = folder_corpus(data_dir, folder_concat_steps)
+        profile = folder_profile(data_dir, folder_concat_steps)
     elif tatoeba:
-        corpus = tatoeba_corpus(args, smoke, ["--concat-augment"] if args.concat_systems else [])
+        profile = tatoeba_profile(args, smoke, ["--concat-augment"] if args.concat_systems else [])
     else:
-        corpus = TOY
-    run_ = demo_run(args, archs, corpus)
+        profile = TOY
+    run_ = systems_run(args, archs, profile)
     run_.data_dir = data_dir
-    grid = args.lr_grid or (["3e-3"] if args.quick else list(corpus.lr_grid))
-    # --quick caps the updates (demo_run), the protocol's cap with them
+    grid = args.lr_grid or (["3e-3"] if args.quick else list(profile.lr_grid))
+    # --quick caps the updates (systems_run), the protocol's cap with them
     grids = dict(args.scheme_lr_grid)
     if len(grids) != len(args.scheme_lr_grid) or set(grids) - set(run_.systems):
         raise StepError("--scheme-lr-grid: once per scheme, and only for schemes of --systems or --concat-systems "
@@ -300,10 +300,10 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     launch = Launch.from_args("leaderboard", argv, args, threads=run_.threads, gpus=run_.gpus,
                               console=ProgressConsole(), environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()
-    outcome = run(board.graph(corpus.steps(run_)), launch)
+    outcome = run(board.graph(profile.steps(run_)), launch)
     if launch.finishes_here:
         if launch.launcher == "local":
             launch.console.log(f"done in {time.monotonic() - began:.0f} s")
-        print_outputs(run_.out / "leaderboard", corpus.test_sets, "board.md",
+        print_outputs(run_.out / "leaderboard", profile.test_sets, "board.md",
                       "board.md, board.json, bleu.png, length_ratio.png", outcome)
     return 0

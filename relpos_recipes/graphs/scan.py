@@ -27,7 +27,7 @@ from .prepare import corpus_preparation
 from .presets import (SCAN_BATCH_TOKENS, SCAN_LR, SCAN_MODEL, SCAN_OPTIMISATION, SCAN_SMOKE_EVERY,
                       SCAN_SMOKE_OPTIMISATION, SCAN_TRANSLATE, SMOKE_MODEL)
 from .reports import system_options
-from .systems import Corpus, DemoRun, add_run_options, demo_run, refuse_unless_ours, train_step, translate_steps
+from .systems import TrainingProfile, SystemsRun, add_run_options, systems_run, refuse_unless_ours, train_step, translate_steps
 from .training import Training
 
 SCAN_SYSTEMS = "transformer_abs,transformer_xl,transformer_rel"
@@ -85,13 +85,13 @@ class Scan:
     """The recipe's splits, systems, seeds and settings for one command line."""
 
     splits: List[Split]
-    runs: Dict[str, DemoRun]  # per split: its data, limit, budget and corpus
+    runs: Dict[str, SystemsRun]  # per split: its data, limit, budget and profile
     seeds: List[int]
     smoke: bool
     bootstrap: int
 
     @property
-    def first(self) -> DemoRun:
+    def first(self) -> SystemsRun:
         return next(iter(self.runs.values()))
 
     def folder(self, split: Split, arch: str, seed: int) -> Path:
@@ -117,7 +117,7 @@ class Scan:
         return Training(data=run_.data_bin(f"len{split.limit}"), arch=arch, save=self.folder(split, arch, seed),
                         batch_tokens=SCAN_BATCH_TOKENS, lr=SCAN_LR, scheduler="fixed", patience="-1",
                         max_epochs=1000000, seed=str(seed), n_shards=1,
-                        extra=[*run_.corpus.model, *optimisation, "--max-update", str(run_.updates),
+                        extra=[*run_.profile.model, *optimisation, "--max-update", str(run_.updates),
                                "--log-interval", "100", "--num-workers", "0"])
 
     def system_steps(self, split: Split, arch: str) -> List[Step]:
@@ -174,10 +174,10 @@ class Scan:
         return Graph(jobs, roots=[self.first.out])
 
 
-def scan_corpus(split: Split, smoke: bool) -> Corpus:
+def scan_profile(split: Split, smoke: bool) -> TrainingProfile:
     """What the demo's training and translation steps read of a split: its languages, test set,
     model and greedy decoding (its data steps are Scan.data_steps, which know the split)."""
-    return Corpus(name=f"SCAN {split.name}", langs=LANGS, test_sets=(TEST_SET,),
+    return TrainingProfile(name=f"SCAN {split.name}", langs=LANGS, test_sets=(TEST_SET,),
                   model=SMOKE_MODEL if smoke else SCAN_MODEL, batch_tokens=SCAN_BATCH_TOKENS, warmup=0,
                   tokenize="none", steps=lambda run_: [], test_edges=lambda limit: split.edges,
                   joined_edges=lambda limit: split.edges, translate=SCAN_TRANSLATE, lr=SCAN_LR)
@@ -207,7 +207,7 @@ def scan_plan(argv: Sequence[str]) -> tuple:
     runs = {}
     for split in splits:
         args.train_limit = split.limit
-        run_ = demo_run(args, args.systems, scan_corpus(split, smoke))
+        run_ = systems_run(args, args.systems, scan_profile(split, smoke))
         run_.data_dir = run_.out / split.name / "data"
         runs[split.name] = run_
     scan = Scan(splits=splits, runs=runs, seeds=[args.seed + k for k in range(args.seeds)], smoke=smoke,

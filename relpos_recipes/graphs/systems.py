@@ -1,7 +1,7 @@
 """Systems trained alike, the blocks the recipes of such runs share (the demo, the
-leaderboard, the bands recipe, SCAN): the training profile (``Corpus``: the pair, its model,
-batch, warm-up, learning rates and buckets; the synthetic pair's ``TOY``, Tatoeba's, a
-prepared folder's), the run (``DemoRun``: the systems, their budget, seed, folder and
+leaderboard, the bands recipe, SCAN): the training profile (``TrainingProfile``: the pair, its
+model, batch, warm-up, learning rates and buckets; the synthetic pair's ``TOY``, Tatoeba's, a
+prepared folder's), the run (``SystemsRun``: the systems, their budget, seed, folder and
 devices, and the options that give them), a system's training and translation steps, the
 refusal of a folder the recipe did not make, and the tables printed at the end.
 """
@@ -39,9 +39,10 @@ def system_arch(system: str) -> str:
 
 
 @dataclasses.dataclass
-class Corpus:
-    """What the demo's steps need to know of the language pair they train on: the synthetic
-    pair (the default) or Tatoeba German-English (the leaderboard's --data tatoeba)."""
+class TrainingProfile:
+    """The language pair a run of systems trains on, and how: its preparation and test sets,
+    the model, batch, warm-up, learning rates and bucket edges (the synthetic pair's ``TOY``,
+    Tatoeba German-English's, a prepared folder's, a SCAN split's)."""
 
     name: str
     langs: Tuple[str, str]
@@ -50,7 +51,7 @@ class Corpus:
     batch_tokens: int
     warmup: int
     tokenize: str  # BLEU's tokenizer: none for the synthetic pair's tokens, 13a for text
-    steps: Callable[["DemoRun"], List[Step]]  # the preparation and the test sets, in OUT/data
+    steps: Callable[["SystemsRun"], List[Step]]  # the preparation and the test sets, in OUT/data
     test_edges: Callable[[int], str]
     joined_edges: Callable[[int], str]
     translate: Tuple[str, ...] = ()  # translate.sh's options besides the defaults (beam 5)
@@ -60,8 +61,9 @@ class Corpus:
 
 
 @dataclasses.dataclass
-class DemoRun:
-    """The options demo.sh and leaderboard.sh share, and what follows from them."""
+class SystemsRun:
+    """A run of several systems trained alike (demo.sh, leaderboard.sh, bands.sh, scan.sh): the
+    options they share, and what follows from them."""
 
     archs: List[str]
     limit: int
@@ -71,14 +73,14 @@ class DemoRun:
     quick: bool
     threads: int
     gpus: int
-    corpus: Optional[Corpus] = None
+    profile: Optional[TrainingProfile] = None
     oracle: bool = False  # each model also decodes with its references' lengths
     data_dir: Optional[Path] = None  # a folder prepared beforehand (--data DIR); None: OUT/data
     # architectures also trained on the concatenation-augmented data, as systems ARCH+concat
     concat: List[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        self.corpus = self.corpus or TOY
+        self.profile = self.profile or TOY
 
     @property
     def systems(self) -> List[str]:
@@ -109,7 +111,7 @@ class DemoRun:
 
     def edges(self, test_set: str) -> str:
         """The reports' buckets, at multiples of the limit."""
-        edges = self.corpus.joined_edges if test_set in JOINED_SETS else self.corpus.test_edges
+        edges = self.profile.joined_edges if test_set in JOINED_SETS else self.profile.test_edges
         return edges(self.limit)
 
 
@@ -150,15 +152,15 @@ def _gpus(text: str) -> int:
     return int(text)
 
 
-def demo_run(args, archs: Sequence[str], corpus: Optional[Corpus] = None) -> DemoRun:
+def systems_run(args, archs: Sequence[str], profile: Optional[TrainingProfile] = None) -> SystemsRun:
     """The run the options describe; --quick caps the updates at 200.  Where it runs decides
     its GPUs: --gpus here, --slurm-gpus-per-job for its SLURM jobs, what a job sees in one."""
     gpus = visible_gpus() if args.run_job else args.slurm_gpus_per_job if args.launcher == "slurm" else args.gpus
     if args.launcher == "local" and not args.run_job:
         check_gpus(gpus)
-    return DemoRun(archs=list(archs), limit=args.train_limit, updates=min(args.updates, 200) if args.quick else args.updates,
+    return SystemsRun(archs=list(archs), limit=args.train_limit, updates=min(args.updates, 200) if args.quick else args.updates,
                    seed=args.seed, out=absolute(args.out_dir), quick=args.quick, threads=args.threads, gpus=gpus,
-                   corpus=corpus, oracle=args.oracle_length, concat=args.concat_systems)
+                   profile=profile, oracle=args.oracle_length, concat=args.concat_systems)
 
 
 def check_gpus(gpus: int) -> None:
@@ -180,41 +182,41 @@ def refuse_unless_ours(folder: Path) -> None:
 # ----------------------------------------------------------------------------------------
 # the steps
 # ----------------------------------------------------------------------------------------
-def toy_steps(run: DemoRun) -> List[Step]:
+def toy_steps(run: SystemsRun) -> List[Step]:
     # one worker per step: the data is too small for parallel tools, and the steps themselves
     # run side by side
     args = toy_parser().parse_args([*run.data_args(), "--threads", "1", "--dev-within-limit",
                                     *(["--concat-augment"] if run.concat else [])])
     p = toy_preparation(args, run.data, on_change="redo")
-    return preparation_and_test_sets(p, run.corpus.test_sets, run.threads)
+    return preparation_and_test_sets(p, run.profile.test_sets, run.threads)
 
 
 # up to 2x in halves for the test set, up to 3x for concat_seq, whose joined pairs are twice as long;
 # rates from the demo's 3e-3 up: on the first CPU board (grid 1e-3 to 1e-2, three schemes) 1e-3
 # was the worst rate of every scheme and the costliest (6,000 updates), 1e-2 the best of all three
-TOY = Corpus(name="the synthetic pair", langs=("src", "tgt"), test_sets=("test", "concat_seq"), model=DEMO_MODEL,
+TOY = TrainingProfile(name="the synthetic pair", langs=("src", "tgt"), test_sets=("test", "concat_seq"), model=DEMO_MODEL,
              batch_tokens=1000, warmup=100, tokenize="none", steps=toy_steps,
              test_edges=lambda l: f"{l},{l * 3 // 2},{l * 2}", joined_edges=lambda l: f"{l},{l * 2},{l * 3}")
 
 
-def demo_training(run: DemoRun, system: str, train_seed: int, folder: Path, lr: str = "3e-3",
+def demo_training(run: SystemsRun, system: str, train_seed: int, folder: Path, lr: str = "3e-3",
                   stopping: Sequence[str] = (), patience: int = -1, data_bin: str = "") -> Training:
     """SYSTEM (an architecture, or ARCH+concat) trained into FOLDER on data-bin/DATA_BIN
-    (default: the system's, lenN or lenN-concat): the corpus's model
+    (default: the system's, lenN or lenN-concat): the profile's model
     (the synthetic pair's: 2+2 layers of width 64, batches of 1,000 tokens), Adam with ``lr``
     on an inverse-sqrt schedule, on one CPU core or in fp16 on a GPU; ``stopping``
     (fairseq-train options) and ``patience`` (dev evaluations without improvement) end it, by
     default after --updates updates."""
-    corpus = run.corpus
+    profile = run.profile
     return Training(data=run.data_bin(data_bin or run.training_data(system)), arch=system_arch(system), save=folder,
-                    batch_tokens=corpus.batch_tokens, lr=lr, scheduler="inverse_sqrt", patience=str(patience),
+                    batch_tokens=profile.batch_tokens, lr=lr, scheduler="inverse_sqrt", patience=str(patience),
                     max_epochs=1000, seed=str(train_seed), n_shards=1,
-                    extra=[*corpus.model, "--warmup-updates", str(corpus.warmup),
+                    extra=[*profile.model, "--warmup-updates", str(profile.warmup),
                            *(stopping or ("--max-update", str(run.updates))), "--log-interval", "100",
                            "--num-workers", "0"])
 
 
-def train_step(run: DemoRun, training: Training, follows: Sequence[Path] = (), label: str = "") -> Step:
+def train_step(run: SystemsRun, training: Training, follows: Sequence[Path] = (), label: str = "") -> Step:
     """A GPU model is never taken for a CPU one.  ``label``: what the console calls the system
     (default: its folder's name)."""
     on_gpu = ["--device", "gpu"] if run.gpus else []
@@ -222,18 +224,18 @@ def train_step(run: DemoRun, training: Training, follows: Sequence[Path] = (), l
                          identity_extra=on_gpu, follows=follows)
 
 
-def translate_steps(run: DemoRun, folder: Path, follows: Sequence[Path] = (),
+def translate_steps(run: SystemsRun, folder: Path, follows: Sequence[Path] = (),
                     test_sets: Sequence[str] = (), label: str = "") -> List[Step]:
-    """The test sets (default: the corpus's) translated with FOLDER's best checkpoint (beam
+    """The test sets (default: the profile's) translated with FOLDER's best checkpoint (beam
     5), and with --oracle-length also decoded with each sentence's reference length;
     ``label`` as train_step's."""
     steps = []
-    for test_set in test_sets or run.corpus.test_sets:
+    for test_set in test_sets or run.profile.test_sets:
         for oracle, out in ((False, folder / test_set), (True, oracle_folder(folder, test_set)))[:1 + run.oracle]:
             translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
-                                      out=out, cpu=not run.gpus, extra=list(run.corpus.translate),
+                                      out=out, cpu=not run.gpus, extra=list(run.profile.translate),
                                       user_dir="fairseq_relpos", oracle=oracle)
-            steps += translation.steps(run.corpus.langs, root=run.out, label=label or folder.name,
+            steps += translation.steps(run.profile.langs, root=run.out, label=label or folder.name,
                                        gpus=1 if run.gpus else 0,
                                        follows=follows)
     return steps
@@ -256,7 +258,7 @@ def print_outputs(folder: Path, test_sets: Sequence[str], table: str, files: str
         print(f"{table.split('.')[0]}: {folder / test_set} ({files})")
 
 
-def tatoeba_corpus(args, smoke: bool, prepare_options: Sequence[str] = ()) -> Corpus:
+def tatoeba_profile(args, smoke: bool, prepare_options: Sequence[str] = ()) -> TrainingProfile:
     """Tatoeba German-English (prepare-tatoeba.sh's split, its dev pairs within the limit) in
     OUT/data, with the Tatoeba study's model and buckets; SMOKE=1: every 85th pair of
     SMOKE_DATA and the tiny SMOKE model.  The export is checked (and, with --download or
@@ -279,17 +281,17 @@ def tatoeba_corpus(args, smoke: bool, prepare_options: Sequence[str] = ()) -> Co
     export = tatoeba_export(prep_args, fetch=not args.run_job)
     pairs_sha = tatoeba_pairs_sha(export, args.dry_run or (smoke and not source.exists()))
 
-    def steps(run_: DemoRun) -> List[Step]:
+    def steps(run_: SystemsRun) -> List[Step]:
         p = tatoeba_preparation(prep_args, export, pairs_sha, on_change="redo", dev_within_limit=True)
         return preparation_and_test_sets(p, TATOEBA_SETS, run_.threads)
 
-    return Corpus(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
+    return TrainingProfile(name="Tatoeba De-En", langs=("de", "en"), test_sets=TATOEBA_SETS, model=tuple(model),
                   batch_tokens=batch, warmup=400, tokenize="13a", steps=steps, translate=tuple(translate),
                   lr_grid=("3e-4", "1e-3", "3e-3"), lr="1e-3",  # around tatoeba.sh's 1e-3
                   test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))
 
 
-def folder_corpus(data: Path, steps: Callable[[DemoRun], List[Step]] = lambda run_: []) -> Corpus:
+def folder_profile(data: Path, steps: Callable[[SystemsRun], List[Step]] = lambda run_: []) -> TrainingProfile:
     """A folder prepared beforehand (--data DIR: prepare-corpus.sh's, or any prepare-*.sh's and
     build-test-sets.sh's): its languages, segmentation and default test sets from its records,
     the Tatoeba study's model, budget and buckets (real text); BLEU on detokenized text with
@@ -305,7 +307,7 @@ def folder_corpus(data: Path, steps: Callable[[DemoRun], List[Step]] = lambda ru
                             f"--work-dir {data} --sets {name})")
     if not prep.default_sets:
         raise StepError(f"--data {data}: {data / 'testsets.env'} names no test set")
-    return Corpus(name=f"{data.name} ({prep.src}-{prep.tgt})", langs=prep.langs, test_sets=tuple(prep.default_sets),
+    return TrainingProfile(name=f"{data.name} ({prep.src}-{prep.tgt})", langs=prep.langs, test_sets=tuple(prep.default_sets),
                   model=TATOEBA_MODEL, batch_tokens=2048, warmup=400, tokenize=_bleu_tokenizer(prep),
                   steps=steps, lr_grid=("3e-4", "1e-3", "3e-3"), lr="1e-3",
                   test_edges=lambda l: tatoeba_edges("test", l), joined_edges=lambda l: tatoeba_edges("concat_seq", l))

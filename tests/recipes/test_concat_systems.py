@@ -84,11 +84,11 @@ def test_the_leaderboard_adds_lenN_concat_to_a_folder_prepared_without_it(tmp_pa
     the folder has its own."""
     from pathlib import Path
 
-    from relpos_recipes.graphs.systems import DemoRun
+    from relpos_recipes.graphs.systems import SystemsRun
     from relpos_recipes.graphs.leaderboard import folder_concat_steps
 
     (tmp_path / "segmentation.env").write_text("PAIR=de-en\nSRC=de\nTGT=en\nTEXTPROC=moses\nSEG=bpe\n")
-    run_ = DemoRun(archs=["transformer_abs"], limit=20, updates=10, seed=3, out=tmp_path / "out", quick=True,
+    run_ = SystemsRun(archs=["transformer_abs"], limit=20, updates=10, seed=3, out=tmp_path / "out", quick=True,
                    threads=1, gpus=0, data_dir=tmp_path, concat=["transformer_abs"])
 
     def validpref():
