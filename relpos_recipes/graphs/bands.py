@@ -13,7 +13,6 @@ translations, OUT/matrix the band matrix.
 """
 import dataclasses
 import math
-import os
 import time
 from pathlib import Path
 from typing import List, Sequence
@@ -26,7 +25,8 @@ from ..tools.filter_pairs import BAND_SIDES
 from . import tool
 from .archs import check_archs
 from .data import Prepared, band_folder, band_steps, preparation_and_test_sets, preparation_of
-from .options import RECIPE_ENVIRONMENT, Parser, absolute, band_list, name_list
+from .environment import RECIPE_ENVIRONMENT, RecipeEnvironment
+from .options import Parser, absolute, band_list, name_list
 from .prepare import toy_parser, toy_preparation
 from .presets import TATOEBA_LIMIT
 from .systems import (TOY, SystemsRun, add_run_options, systems_run, demo_training, folder_profile, refuse_unless_ours,
@@ -137,7 +137,8 @@ def synthetic_steps(bands: Sequence[Bucket], test_bands: Sequence[Bucket], side:
 def bands_main(argv: Sequence[str]) -> int:
     args = bands_parser().parse_args(argv)
     kind = args.data if args.data in DEFAULT_BANDS else "folder"
-    smoke = kind == "tatoeba" and os.environ.get("SMOKE", "0") == "1"
+    environment = RecipeEnvironment.read()
+    smoke = kind == "tatoeba" and environment.smoke
     if kind != "tatoeba" and (args.source or args.download):
         raise StepError("--from and --download are for --data tatoeba")
     if args.bands is None:
@@ -161,7 +162,7 @@ def bands_main(argv: Sequence[str]) -> int:
         profile = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side,
                                                                 args.test_set or "test", args.quick))
     elif kind == "tatoeba":
-        profile = tatoeba_profile(args, smoke, ["--train-band", ",".join(map(band_spec, args.bands)),
+        profile = tatoeba_profile(args, environment, ["--train-band", ",".join(map(band_spec, args.bands)),
                                               "--band-side", args.band_side])
     else:
         profile = folder_profile(data_dir, steps=lambda run_: [

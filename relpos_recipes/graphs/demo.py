@@ -13,7 +13,7 @@ from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step,
 from ..engine.step import REPO
 from . import tool
 from .archs import check_archs
-from .options import RECIPE_ENVIRONMENT
+from .environment import RECIPE_ENVIRONMENT
 from .reports import system_options
 from .systems import (SystemsRun, demo_parser, systems_run, demo_training, print_outputs, refuse_unless_ours, train_step,
                       translate_steps)

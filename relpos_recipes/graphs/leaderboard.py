@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import re
 import time
 from pathlib import Path
@@ -23,7 +22,8 @@ from ..engine.step import MANIFEST_DIR, REPO
 from . import tool
 from .archs import all_archs, check_archs
 from .data import Concat, Prepared, concat_steps, preparation_of
-from .options import RECIPE_ENVIRONMENT, absolute, positive_int
+from .environment import RECIPE_ENVIRONMENT, RecipeEnvironment
+from .options import absolute, positive_int
 from .presets import TATOEBA_LIMIT
 from .reports import system_options
 from .systems import (TOY, SystemsRun, absolute_out, demo_parser, systems_run, demo_training, folder_profile, print_outputs,
@@ -256,7 +256,8 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     parser.add_argument("--validate-every", type=positive_int, default=200)
     parser.add_argument("--patience", type=positive_int, default=5)
     args = parser.parse_args(argv)
-    smoke = args.data == "tatoeba" and os.environ.get("SMOKE", "0") == "1"
+    environment = RecipeEnvironment.read()
+    smoke = args.data == "tatoeba" and environment.smoke
     tatoeba = args.data == "tatoeba"
     data_dir = None if args.data in ("synthetic", "tatoeba") else absolute(Path(args.data))
     # defaults that follow --data, set once here whatever form the options took (--out-dir=DIR)
@@ -283,7 +284,7 @@ def leaderboard_main(argv: Sequence[str]) -> int:
     if data_dir is not None:
         profile = folder_profile(data_dir, folder_concat_steps)
     elif tatoeba:
-        profile = tatoeba_profile(args, smoke, ["--concat-augment"] if args.concat_systems else [])
+        profile = tatoeba_profile(args, environment, ["--concat-augment"] if args.concat_systems else [])
     else:
         profile = TOY
     run_ = systems_run(args, archs, profile)

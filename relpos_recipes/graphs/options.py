@@ -10,12 +10,6 @@ from ..engine import DEFAULT_THREADS, Console, StepError
 from relpos_analysis.buckets import Bucket, parse_bands
 from relpos_analysis.io import InputError
 
-# the environment variables that change what a recipe does, handed to its SLURM jobs
-# (Launch.environment)
-RECIPE_ENVIRONMENT = ("SMOKE", "SMOKE_DATA", "TRAIN_EXTRA_ARGS", "REPORT_TOKENIZE", "REPORT_EXTRA_ARGS",
-                      "RELPOS_ARCH_OVERRIDE", "SKIP_REPORT", "OMP_NUM_THREADS")
-
-
 class Parser(argparse.ArgumentParser):
     """argparse whose errors name the option and end the recipe as ``error: ...`` (the
     scripts print their --help themselves, from their comment block)."""

@@ -505,12 +505,12 @@ def build_test_sets(argv: Sequence[str]) -> int:
 SMOKE_TATOEBA_PREPARE = ("--dev-pairs", "100", "--test-short-pairs", "100", "--bpe-merges", "500")
 
 
-def smoke_tatoeba_export(args) -> Path:
-    """SMOKE=1's Tatoeba export: SMOKE_DATA (by default ../shared's deu.txt), which replaces
-    --from and --download."""
+def smoke_tatoeba_export(args, smoke_data: Optional[Path]) -> Path:
+    """SMOKE=1's Tatoeba export: SMOKE_DATA (``smoke_data``; by default ../shared's deu.txt),
+    which replaces --from and --download."""
     if args.source or args.download:
         raise StepError("SMOKE=1 takes its data from SMOKE_DATA, not --from/--download")
-    data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"))
+    data = smoke_data or REPO.parent / "shared" / "data" / "tatoeba-deu-eng" / "deu.txt"
     if not data.is_file():
         raise StepError(f"SMOKE=1 needs the Tatoeba deu.txt; set SMOKE_DATA (tried {data})")
     return data

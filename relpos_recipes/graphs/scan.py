@@ -11,7 +11,6 @@ OUT/summary gathers the splits: scan.json, scan.md and exact.png (exact match ag
 cutoff).
 """
 import dataclasses
-import os
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -22,7 +21,8 @@ from ..tools.scan import LENGTH_SPLIT_TRAIN_MAX, parse_split
 from . import tool
 from .archs import check_archs
 from .data import corpus_fetcher, preparation_and_test_sets
-from .options import RECIPE_ENVIRONMENT, Parser, name_list, positive_int
+from .environment import RECIPE_ENVIRONMENT, RecipeEnvironment
+from .options import Parser, name_list, positive_int
 from .prepare import corpus_preparation
 from .presets import (SCAN_BATCH_TOKENS, SCAN_LR, SCAN_MODEL, SCAN_OPTIMISATION, SCAN_SMOKE_EVERY,
                       SCAN_SMOKE_OPTIMISATION, SCAN_TRANSLATE, SMOKE_MODEL)
@@ -198,7 +198,7 @@ def scan_plan(argv: Sequence[str]) -> tuple:
     """(the parsed options, the Scan they describe); SMOKE=1 shrinks the data, the model and the
     default budget."""
     args = scan_parser().parse_args(argv)
-    smoke = os.environ.get("SMOKE", "0") == "1"
+    smoke = RecipeEnvironment.read().smoke
     splits = scan_splits(args.split, args.cutoffs)
     args.systems = args.systems or SCAN_SYSTEMS.split(",")
     args.updates = args.updates or (20 if smoke else 50000)

@@ -5,7 +5,6 @@ systems have finished, and lists those that failed instead of scoring them."""
 import dataclasses
 import hashlib
 import os
-import shlex
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -15,7 +14,8 @@ from ..engine.step import REPO
 from . import tool
 from .archs import all_archs, check_archs, effective_labels
 from .data import Preparation, preparation_and_test_sets, refuse_foreign_work, wmt_fetcher
-from .options import (DEFAULT_THREADS, RECIPE_ENVIRONMENT, Parser, absolute, folder, log, name_list, non_negative_int,
+from .environment import RECIPE_ENVIRONMENT, RecipeEnvironment
+from .options import (DEFAULT_THREADS, Parser, absolute, folder, log, name_list, non_negative_int,
                       positive_int)
 from .prepare import (SMOKE_TATOEBA_PREPARE, local_dir, smoke_slice, smoke_tatoeba_export,
                       tatoeba_export, tatoeba_pairs_sha, tatoeba_parser, tatoeba_preparation, wmt_pair)
@@ -94,7 +94,7 @@ def _extra_system(text: str) -> System:
 
 @dataclasses.dataclass
 class StudyRun:
-    smoke: bool
+    environment: RecipeEnvironment
     work_root: Path
     runs_root: Path
     local_dirs: List[Path]
@@ -103,16 +103,18 @@ class StudyRun:
     gpus: int
     smoke_data: Path = Path()
     oracle: bool = False  # each model also decodes with its references' lengths
-    # the plugin the models load: what TRAIN_EXTRA_ARGS says, or ours
-    user_dir: str = dataclasses.field(default_factory=lambda: option_value(_environment("TRAIN_EXTRA_ARGS"),
-                                                                           "--user-dir") or "fairseq_relpos")
+
+    @property
+    def smoke(self) -> bool:
+        return self.environment.smoke
+
+    @property
+    def user_dir(self) -> str:
+        """The plugin the models load: what TRAIN_EXTRA_ARGS says, or ours."""
+        return option_value(self.environment.train_extra_args, "--user-dir") or "fairseq_relpos"
 
     def prep_dir(self, pair: str) -> Path:
         return self.work_root / f"wmt19-{pair}"
-
-
-def _environment(name: str) -> List[str]:
-    return shlex.split(os.environ.get(name, ""))
 
 
 def table_main(n: int, argv: Sequence[str]) -> int:
@@ -129,13 +131,14 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     if n == 5:
         parser.add_argument("--archs", type=name_list)
     args = parser.parse_args(argv)
-    smoke = os.environ.get("SMOKE", "0") == "1"
-    run_ = StudyRun(smoke=smoke, work_root=absolute(args.work_root), runs_root=absolute(args.runs_root),
+    environment = RecipeEnvironment.read()
+    smoke = environment.smoke
+    run_ = StudyRun(environment=environment, work_root=absolute(args.work_root), runs_root=absolute(args.runs_root),
                     local_dirs=[absolute(d) for d in args.local_dir], offline=args.offline, threads=args.threads,
                     gpus=0, oracle=args.oracle_length)
     if smoke:
         run_.work_root, run_.runs_root = run_.work_root / "smoke", run_.runs_root / "smoke"
-        run_.smoke_data = Path(os.environ.get("SMOKE_DATA", REPO.parent / "shared" / "data" / "wmt-newstest"))
+        run_.smoke_data = environment.smoke_data or REPO.parent / "shared" / "data" / "wmt-newstest"
         if not args.dry_run and not run_.smoke_data.is_dir():
             raise StepError(f"SMOKE=1 needs a small local data directory laid out like wmt-newstest "
                             f"(de-en/newstestYYYY.{{de,en}}, zh-en/newstestYYYY.{{zh,en}}); set SMOKE_DATA "
@@ -143,7 +146,7 @@ def table_main(n: int, argv: Sequence[str]) -> int:
         if not args.run_job:
             log(f"SMOKE=1: tiny data and models (work: {run_.work_root}, runs: {run_.runs_root})")
     extra = [_extra_system(text) for text in args.system]
-    override = os.environ.get("RELPOS_ARCH_OVERRIDE", "")
+    override = environment.arch_override
     archs = (args.archs or all_archs()) if n == 5 else []
     if not args.dry_run and not args.run_job:
         if extra:
@@ -161,11 +164,11 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     reports = _table(n, archs)
     for report in reports:
         report.systems += extra
-    _label_by_effective_specs(reports, override)
+    _label_by_effective_specs(reports, override, environment.train_extra_args)
     launch = Launch.from_args(f"table{n}", argv, args, threads=run_.threads, gpus=run_.gpus,
                               environment=RECIPE_ENVIRONMENT)
     run(study_graph(run_, reports, override), launch)
-    if launch.finishes_here and os.environ.get("SKIP_REPORT") != "1":
+    if launch.finishes_here and not environment.skip_report:
         for report in reports:
             print((run_.runs_root / "reports" / report.name / "report.md").read_text(encoding="utf-8"))
         for report in reports:
@@ -173,10 +176,9 @@ def table_main(n: int, argv: Sequence[str]) -> int:
     return 0
 
 
-def _label_by_effective_specs(reports: Sequence[Report], override: str) -> None:
-    """Systems that TRAIN_EXTRA_ARGS gives other position schemes than their architecture's
-    are labelled, and saved, as what they are."""
-    extra = _environment("TRAIN_EXTRA_ARGS")
+def _label_by_effective_specs(reports: Sequence[Report], override: str, extra: Sequence[str]) -> None:
+    """Systems that TRAIN_EXTRA_ARGS (``extra``) gives other position schemes than their
+    architecture's are labelled, and saved, as what they are."""
     if not extra:
         return
     systems = [s for r in reports for s in r.systems]
@@ -209,7 +211,7 @@ def study_graph(run_: StudyRun, reports: Sequence[Report], override: str) -> Gra
                 if not any(step.home == save / report.test_set for step in job.steps):
                     job.steps = [*job.steps, *_translate_steps(run_, pair, save, report.test_set)]
         jobs += systems.values()
-        if os.environ.get("SKIP_REPORT") == "1":
+        if run_.environment.skip_report:
             continue
         for report in mine:
             entries = []
@@ -253,7 +255,7 @@ def _pair_steps(run: StudyRun, pair: str, limits: Sequence[int], sets: Sequence[
 
 
 def _train_step(run: StudyRun, pair: str, arch: str, limit: int, save: Path) -> Step:
-    train_args = (list(SMOKE_TRAIN) if run.smoke else []) + _environment("TRAIN_EXTRA_ARGS")
+    train_args = [*(SMOKE_TRAIN if run.smoke else ()), *run.environment.train_extra_args]
     training = train_options(train_args, data=run.prep_dir(pair) / "data-bin" / f"len{limit}", arch=arch, save=save,
                              n_shards=WMT_SHARDS)
     tasks = int(os.environ.get("SLURM_NTASKS", "1")) if os.environ.get("SLURM_JOB_ID") else 1
@@ -282,7 +284,7 @@ def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Pat
     (label, model folder, why it failed or None)."""
     spec = wmt_pair(report.pair)
     testset = run.prep_dir(report.pair) / "testsets" / report.test_set
-    tokenize = os.environ.get("REPORT_TOKENIZE", "13a")
+    tokenize = run.environment.report_tokenize
     hyp, ref = ("hyp.tok", testset / f"tok.{spec['tgt']}") if tokenize == "none" else ("hyp.txt", testset / f"raw.{spec['tgt']}")
     scored = {label: [save] for label, save, failure in systems if not failure}
     named, read = system_options(scored, report.test_set, run.oracle, hypotheses=hyp)
@@ -290,7 +292,7 @@ def _report_step(run: StudyRun, report: Report, systems: Sequence[Tuple[str, Pat
     baseline = report.baseline if report.baseline in scored or not scored else next(iter(scored))
     out = run.runs_root / "reports" / report.name
     command = [tool("report"), "--source", testset / f"seg.{spec['src']}", "--ref", ref, *named, *failed,
-               *(["--bootstrap", "50"] if run.smoke else []), *_environment("REPORT_EXTRA_ARGS"),
+               *(["--bootstrap", "50"] if run.smoke else []), *run.environment.report_extra_args,
                "--baseline", baseline, "--edges", "25,50,75,100", "--train-limit", "100",
                "--tokenize", tokenize, "--title", f"{report.name} ({report.pair}, {report.test_set})",
                "--out-dir", OutDir(out)]
@@ -316,14 +318,15 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     parser.add_argument("--dry-run", action="store_true")
     add_launcher_options(parser)
     args = parser.parse_args(argv)
-    smoke = os.environ.get("SMOKE", "0") == "1"
+    environment = RecipeEnvironment.read()
+    smoke = environment.smoke
     base = "smoke/" if smoke else ""
     work = absolute(args.work_dir or REPO / "work" / f"{base}tatoeba-de-en")
     out = absolute(args.out_dir or REPO / "runs" / f"{base}tatoeba")
     prepare = ["--out-dir", str(work), "--max-len", str(TATOEBA_LIMIT), "--threads", str(args.threads)]
     model, translate_args, bootstrap, updates = list(TATOEBA_MODEL), [], 1000, args.updates or 2500
     if smoke:
-        smoke_data = smoke_tatoeba_export(args)
+        smoke_data = smoke_tatoeba_export(args, environment.smoke_data)
         args.source = work / "raw" / "slice.txt"
         if not args.run_job and not args.dry_run:
             smoke_slice(smoke_data, args.source)
@@ -341,8 +344,8 @@ def tatoeba_main(argv: Sequence[str]) -> int:
     p = tatoeba_preparation(prep_args, export, tatoeba_pairs_sha(export, args.dry_run))
     gpus = 0 if args.dry_run else visible_gpus() if args.launcher == "local" or args.run_job else args.slurm_gpus_per_job
     labels = {arch: arch for arch in args.systems}
-    if _environment("TRAIN_EXTRA_ARGS"):
-        labels = effective_labels(args.systems, _environment("TRAIN_EXTRA_ARGS"))
+    if environment.train_extra_args:
+        labels = effective_labels(args.systems, environment.train_extra_args)
     folders = {arch: out / (arch if labels[arch] == arch else
                             f"{arch}-{hashlib.sha1(labels[arch].encode()).hexdigest()[:8]}") for arch in args.systems}
     if not args.run_job:
@@ -355,7 +358,7 @@ def tatoeba_main(argv: Sequence[str]) -> int:
         training = train_options(
             ["--batch-tokens", "2048", "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "400",
              "--seed", str(args.seed), *model, "--max-update", str(updates), "--max-epochs", "1000", "--patience", "-1",
-             "--num-workers", "0", *_environment("TRAIN_EXTRA_ARGS")],
+             "--num-workers", "0", *environment.train_extra_args],
             data=work / "data-bin" / f"len{TATOEBA_LIMIT}", arch=arch, save=save, n_shards=1)
         steps = [training.step(1 if gpus else 0, root=out, label=arch, cpus=cpus)]
         for test_set in TATOEBA_SETS:

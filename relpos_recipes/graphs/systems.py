@@ -15,6 +15,7 @@ from ..engine import Step, StepError, add_launcher_options
 from ..engine.local import Outcome
 from ..engine.step import MANIFEST_DIR
 from .data import JOINED_SETS, Prepared, preparation_and_test_sets
+from .environment import RecipeEnvironment
 from .options import DEFAULT_THREADS, Parser, absolute, folder, name_list, non_negative_int, positive_int
 from .prepare import (SMOKE_TATOEBA_PREPARE, smoke_slice, smoke_tatoeba_export, tatoeba_export, tatoeba_pairs_sha,
                       tatoeba_parser, tatoeba_preparation, toy_parser, toy_preparation)
@@ -258,7 +259,7 @@ def print_outputs(folder: Path, test_sets: Sequence[str], table: str, files: str
         print(f"{table.split('.')[0]}: {folder / test_set} ({files})")
 
 
-def tatoeba_profile(args, smoke: bool, prepare_options: Sequence[str] = ()) -> TrainingProfile:
+def tatoeba_profile(args, environment: RecipeEnvironment, prepare_options: Sequence[str] = ()) -> TrainingProfile:
     """Tatoeba German-English (prepare-tatoeba.sh's split, its dev pairs within the limit) in
     OUT/data, with the Tatoeba study's model and buckets; SMOKE=1: every 85th pair of
     SMOKE_DATA and the tiny SMOKE model.  The export is checked (and, with --download or
@@ -269,8 +270,8 @@ def tatoeba_profile(args, smoke: bool, prepare_options: Sequence[str] = ()) -> T
                *prepare_options]
     model, batch, translate = TATOEBA_MODEL, 2048, ()
     source = args.source
-    if smoke:
-        data = smoke_tatoeba_export(args)
+    if environment.smoke:
+        data = smoke_tatoeba_export(args, environment.smoke_data)
         source = out / "data" / "raw" / "slice.txt"
         if not args.run_job and not args.dry_run:
             smoke_slice(data, source)
@@ -279,7 +280,7 @@ def tatoeba_profile(args, smoke: bool, prepare_options: Sequence[str] = ()) -> T
     prepare += ["--from", str(source)] if source else (["--download"] if args.download else [])
     prep_args = tatoeba_parser().parse_args([*prepare, *(["--dry-run"] if args.dry_run else [])])
     export = tatoeba_export(prep_args, fetch=not args.run_job)
-    pairs_sha = tatoeba_pairs_sha(export, args.dry_run or (smoke and not source.exists()))
+    pairs_sha = tatoeba_pairs_sha(export, args.dry_run or (environment.smoke and not source.exists()))
 
     def steps(run_: SystemsRun) -> List[Step]:
         p = tatoeba_preparation(prep_args, export, pairs_sha, on_change="redo", dev_within_limit=True)
