@@ -10,8 +10,8 @@ columns with 95% bootstrap intervals, in every format, and a heatmap with the di
 (``python -m relpos_analysis.bands`` where the package is not installed.)  A system gives a
 file per train band, in --train-bands' order.  The files are written when
 everything is computed (all or nothing), then the markdown tables go to stdout; bad input is
-a one-line ``error: ...`` on stderr (exit status 2), before any scoring.  The model, the
-tables and the heatmap are relpos_analysis.band_matrix's.
+a one-line ``error: ...`` on stderr (exit status 2), before any scoring.  The model is
+relpos_analysis.band_matrix's, the tables and the heatmap relpos_analysis.band_render's.
 """
 import argparse
 import sys
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import band_matrix
+from . import band_matrix, band_render
 from .buckets import Bucket, parse_bands
 from .cache import StatisticsCache, default_directory
 from .cli import Parser, check_outputs, every_system_or_none, run_command
@@ -140,16 +140,16 @@ def run(request: BandsRequest) -> Tuple[str, Dict[Path, bytes]]:
 
 def _rendered(request: BandsRequest, matrices) -> Tuple[str, Dict[Path, bytes]]:
     title, targets = request.title, request.targets
-    markdown = band_matrix.markdown(matrices, title)
+    markdown = band_render.markdown(matrices, title)
     contents: Dict[Path, bytes] = {}
     if targets:
         contents[targets["markdown"]] = markdown.encode("utf-8")
-        contents[targets["json"]] = band_matrix.json_text(matrices, title).encode("utf-8")
-        contents[targets["csv"]] = band_matrix.csv_text(matrices).encode("utf-8")
-        contents[targets["latex"]] = band_matrix.latex(matrices, title).encode("utf-8")
+        contents[targets["json"]] = band_render.json_text(matrices, title).encode("utf-8")
+        contents[targets["csv"]] = band_render.csv_text(matrices).encode("utf-8")
+        contents[targets["latex"]] = band_render.latex(matrices, title).encode("utf-8")
         metrics = request.options.metrics
         metric = "bleu" if "bleu" in metrics else metrics[0]
-        for fmt, data in band_matrix.heatmap(matrices, metric, title, HEATMAP_FORMATS).items():
+        for fmt, data in band_render.heatmap(matrices, metric, title, HEATMAP_FORMATS).items():
             contents[targets["heatmap"].with_suffix(f".{fmt}")] = data
     return markdown, contents
 

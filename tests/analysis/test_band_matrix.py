@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from relpos_analysis import band_matrix, bands
+from relpos_analysis import band_matrix, band_render, bands
 from relpos_analysis.buckets import Bucket
 from relpos_analysis.evaluate import ScoringOptions
 
@@ -47,16 +47,16 @@ def test_the_diagonal_peaks_and_the_cells_off_it_are_tested_against_it():
 def test_the_tables_mark_the_diagonal_and_the_significant_falls():
     lengths, refs, hyps = corpus(120)
     matrix = band_matrix.band_matrix("abs", lengths, [refs], hyps, TRAIN, TEST, OPTIONS)
-    text = band_matrix.markdown([matrix], "Bands")
+    text = band_render.markdown([matrix], "Bands")
     assert "## Bands: abs, BLEU" in text and "## Bands: abs, short %" in text
     bleu_table = text.split("## Bands: abs, empty %")[0]
     row = next(line for line in bleu_table.splitlines() if line.startswith("| 1–4 |"))
     cells = row.split(" | ")
     assert cells[1].startswith("**100.0") and cells[1].endswith("**") and cells[2].endswith("\\*")
     assert "| tested on 9–12 |" in bleu_table
-    latex = band_matrix.latex([matrix], "Bands")
+    latex = band_render.latex([matrix], "Bands")
     assert "\\textbf{100.0" in latex and "1--4" in latex
-    records = band_matrix.records([matrix])
+    records = band_render.records([matrix])
     assert len(records) == 2 * 3 * 4  # train bands x test bands x (BLEU, empty, short, loop)
     diagonal = [r for r in records if r["diagonal"] and r["metric"] == "bleu"]
     assert {(r["train_band"], r["test_band"]) for r in diagonal} == {("1:4", "1:4"), ("5:8", "5:8")}
