@@ -233,7 +233,7 @@ def test_a_training_slurm_ended_gives_slurms_state_as_its_reason(slurm, tmp_path
                                                        root=".", inputs={}, outputs={}, job_id=job,
                                                        error=error if status == "failed" else None))
     assert unfinished([step]) == f"train: SLURM ended its job {job}: CANCELLED (see {step.log_path})"
-    assert _grid_point(folder)["failure"] == f"SLURM ended its job {job}: CANCELLED"
+    assert _grid_point(folder).failure == f"SLURM ended its job {job}: CANCELLED"
 
 
 def test_a_training_that_keeps_reaching_its_time_limit_is_requeued_at_most_so_often(slurm, tmp_path):
