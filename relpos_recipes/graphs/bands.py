@@ -157,7 +157,7 @@ def bands_main(argv: Sequence[str]) -> int:
     if not args.run_job:  # before the Tatoeba export is written into OUT/data
         out = absolute(args.out_dir)
         for path in ([] if data_dir else [out / "data"]) + [out / arch for arch in args.systems] + [out / "matrix"]:
-            refuse_unless_ours(path)
+            refuse_unless_ours(path, "reproduce/bands.sh")
     if kind == "synthetic":
         profile = dataclasses.replace(TOY, steps=synthetic_steps(args.bands, args.test_bands, args.band_side,
                                                                 args.test_set or "test", args.quick))

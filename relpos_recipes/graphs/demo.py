@@ -62,7 +62,7 @@ def demo_main(argv: Sequence[str]) -> int:
             check_archs("--concat-systems", run_.concat)
         for path in (run_.data, *(run_.out / system for system in run_.systems),
                      *(run_.out / "report" / test_set for test_set in run_.profile.test_sets)):
-            refuse_unless_ours(path)
+            refuse_unless_ours(path, "demo.sh")
     launch = Launch.from_args("demo", argv, args, threads=run_.threads, gpus=run_.gpus, console=ProgressConsole(),
                               environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()

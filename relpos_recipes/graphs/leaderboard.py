@@ -279,8 +279,8 @@ def leaderboard_main(argv: Sequence[str]) -> int:
             check_archs("--concat-systems", args.concat_systems)
         out = absolute_out(args)
         if data_dir is None:
-            refuse_unless_ours(out / "data")
-        refuse_unless_ours(out / "leaderboard")
+            refuse_unless_ours(out / "data", "leaderboard.sh")
+        refuse_unless_ours(out / "leaderboard", "leaderboard.sh")
     if data_dir is not None:
         profile = folder_profile(data_dir, folder_concat_steps)
     elif tatoeba:

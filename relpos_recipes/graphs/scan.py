@@ -221,8 +221,8 @@ def scan_main(argv: Sequence[str]) -> int:
     if not args.run_job:
         check_archs("--systems", first.archs)
         for path in (first.out / split.name for split in scan.splits):
-            refuse_unless_ours(path)
-        refuse_unless_ours(first.out / "summary")
+            refuse_unless_ours(path, "reproduce/scan.sh")
+        refuse_unless_ours(first.out / "summary", "reproduce/scan.sh")
     launch = Launch.from_args("scan", argv, args, threads=first.threads, gpus=first.gpus, console=ProgressConsole(),
                               environment=RECIPE_ENVIRONMENT)
     began = time.monotonic()

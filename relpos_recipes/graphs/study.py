@@ -350,7 +350,7 @@ def tatoeba_main(argv: Sequence[str]) -> int:
                             f"{arch}-{hashlib.sha1(labels[arch].encode()).hexdigest()[:8]}") for arch in args.systems}
     if not args.run_job:
         for arch in args.systems:
-            refuse_unless_ours(folders[arch])
+            refuse_unless_ours(folders[arch], "reproduce/tatoeba.sh")
     jobs = [Job("prepare", preparation_and_test_sets(p, TATOEBA_SETS), kind="prepare")]
     cpus = args.threads if gpus else 1  # with a GPU, one after the other on it
     for arch in args.systems:

@@ -171,12 +171,12 @@ def check_gpus(gpus: int) -> None:
             raise StepError(f"--gpus {gpus} but torch sees {visible} GPU(s)")
 
 
-def refuse_unless_ours(folder: Path) -> None:
-    """A folder in the way that the recipe did not make (no step manifests in it or in its
-    subfolders) stops the run before any work."""
+def refuse_unless_ours(folder: Path, recipe: str) -> None:
+    """A folder in the way that the recipe (``recipe``: its script, as the message names it)
+    did not make (no step manifests in it or in its subfolders) stops the run before any work."""
     ours = any(True for pattern in (MANIFEST_DIR, f"*/{MANIFEST_DIR}", f"*/*/{MANIFEST_DIR}") for _ in folder.glob(pattern))
     if folder.is_dir() and any(folder.iterdir()) and not ours:
-        raise StepError(f"{folder} exists and was not made by demo.sh or leaderboard.sh (no step manifests in it); "
+        raise StepError(f"{folder} exists and was not made by {recipe} (no step manifests in it); "
                         "choose another --out-dir or move it away")
 
 

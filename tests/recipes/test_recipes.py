@@ -297,6 +297,17 @@ def test_demo_deletes_no_folder_it_did_not_make(tmp_path, folder, monkeypatch):
     assert sorted(p.name for p in out.iterdir()) == [folder.split("/")[0]]
 
 
+def test_the_refusal_of_a_foreign_folder_names_the_recipe_that_refuses(tmp_path, monkeypatch):
+    """SCAN's recipe names itself, not the demo, when its --out-dir holds a summary it did not make."""
+    out = tmp_path / "scan"
+    mine = out / "summary" / "my notes.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("keep me\n")
+    with pytest.raises(StepError, match=re.escape(f"{out / 'summary'} exists and was not made by reproduce/scan.sh")):
+        recipe_graph(monkeypatch, "scan", "--split", "cutoff:26", "--out-dir", out, dry_run=False)
+    assert mine.read_text() == "keep me\n"
+
+
 def test_the_demo_refuses_a_translation_it_did_not_make_in_a_folder_of_its_own(tmp_path, monkeypatch):
     """A user's hyp.txt in OUT/SYSTEM/test/ (a folder the demo made: it has step manifests) is
     refused by name when the run is planned, before any work, as train.sh refuses checkpoints
