@@ -195,6 +195,10 @@ class Submitter:
                 raise StepError(f"{error}; of the {len(submitted)} job(s) this submission had queued, "
                                 f"{cancellation(*cancel(submitted))}") from None
             raise
+        except KeyboardInterrupt:  # Ctrl-C while submitting: all or nothing, as a refusal
+            raise KeyboardInterrupt(f"the submission was stopped; of the {len(submitted)} job(s) it had queued, "
+                                    f"{cancellation(*cancel(submitted))}" if submitted else
+                                    "the submission was stopped before it queued any job") from None
         finally:
             print("\n".join(lines))
         if not self.launch.dry_run:

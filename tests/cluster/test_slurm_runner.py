@@ -133,6 +133,36 @@ def test_a_submission_sbatch_refuses_half_way_cancels_what_it_submitted(slurm, t
         subprocess.run(["scancel", *ids], capture_output=True, env={**os.environ, "SLURM_CONF": slurm})
 
 
+def test_ctrl_c_during_a_submission_cancels_what_it_submitted(slurm, tmp_path):
+    """Ctrl-C while the third job is being submitted: the two queued before it (held) are
+    cancelled, as when sbatch refuses one; the runner says so, and nothing says they are
+    queued, so that a re-run submits the whole graph once."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = subprocess.run(["which", "sbatch"], capture_output=True, text=True).stdout.strip()
+    # the runner calls sbatch itself: the shim's parent is the runner
+    (shim / "sbatch").write_text(f"#!/bin/bash\ncount=$(cat {tmp_path}/calls 2>/dev/null || echo 0)\n"
+                                 f"echo $((count + 1)) > {tmp_path}/calls\n"
+                                 "if [ \"$count\" -ge 2 ]; then kill -INT $PPID; sleep 5; exit 1; fi\n"
+                                 f"exec {real} --hold \"$@\"\n")
+    (shim / "sbatch").chmod(0o755)
+    env = {"SLURM_CONF": slurm, "PATH": f"{shim}:{os.environ['PATH']}"}
+    proc = run([*CTRL_C_DEFAULT, "bash", SCRIPTS / "demo.sh", "--quick", "--out-dir", tmp_path / "out", *ON_SLURM],
+               env, check=False)
+    ids = re.findall(r"\[submitted (\d+)\]", proc.stdout)
+    try:
+        assert proc.returncode == 130, proc.stderr
+        assert len(ids) == 2
+        assert re.search(r"interrupted: the submission was stopped; of the 2 job\(s\) it had queued, 2 were "
+                         rf"cancelled \({ids[0]}, {ids[1]}\)$", proc.stderr.strip()), proc.stderr
+        assert not (tmp_path / "out" / "slurm" / "jobs.json").exists()
+        for job_id in ids:
+            poll_slurm(["scontrol", "show", "job", job_id], slurm, lambda said: "JobState=CANCELLED" in said,
+                       seconds=10)
+    finally:  # held jobs a failed test left would stay queued for ever
+        subprocess.run(["scancel", *ids], capture_output=True, env={**os.environ, "SLURM_CONF": slurm})
+
+
 def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
     """A job pending for ever (its dependency failed, and it was submitted without
     --kill-on-invalid-dep) is no job queued: a re-run cancels it and submits the job anew."""
