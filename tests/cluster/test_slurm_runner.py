@@ -104,63 +104,62 @@ def test_gpus_the_partition_does_not_have_are_refused_before_anything_is_submitt
     assert not (tmp_path / "out" / "slurm" / "jobs.json").exists() and "[submitted" not in proc.stdout
 
 
-def test_a_submission_sbatch_refuses_half_way_cancels_what_it_submitted(slurm, tmp_path):
-    """sbatch refuses the third job (a cluster's submit limit, say): the two it queued (held,
-    so that neither can start before the refusal) are cancelled, the runner says so once the
-    controller shows it, and nothing says they are queued."""
+def submission_stopped_at_the_third_sbatch(slurm, tmp_path, third: str):
+    """demo.sh --quick submitted to the cluster through an sbatch whose first two calls queue
+    their jobs held (so that neither can start) and whose third runs the shell code ``third``
+    instead; (the process, the ids of the two held jobs)."""
     shim = tmp_path / "bin"
     shim.mkdir()
     real = subprocess.run(["which", "sbatch"], capture_output=True, text=True).stdout.strip()
     (shim / "sbatch").write_text(f"#!/bin/bash\ncount=$(cat {tmp_path}/calls 2>/dev/null || echo 0)\n"
                                  f"echo $((count + 1)) > {tmp_path}/calls\n"
-                                 "if [ \"$count\" -ge 2 ]; then echo 'sbatch: error: Batch job submission failed: "
-                                 "Job violates accounting/QOS policy (job submit limit)' >&2; exit 1; fi\n"
-                                 f"exec {real} --hold \"$@\"\n")
-    (shim / "sbatch").chmod(0o755)
-    env = {"SLURM_CONF": slurm, "PATH": f"{shim}:{os.environ['PATH']}"}
-    proc = run(["bash", SCRIPTS / "demo.sh", "--quick", "--out-dir", tmp_path / "out", *ON_SLURM], env, check=False)
-    ids = re.findall(r"\[submitted (\d+)\]", proc.stdout)
-    try:
-        assert proc.returncode == 1
-        assert len(ids) == 2
-        assert re.search(r"sbatch refused .*job submit limit.*; of the 2 job\(s\) this submission had queued, 2 were "
-                         rf"cancelled \({ids[0]}, {ids[1]}\)$", proc.stderr.strip()), proc.stderr
-        assert not (tmp_path / "out" / "slurm" / "jobs.json").exists()
-        for job_id in ids:
-            poll_slurm(["scontrol", "show", "job", job_id], slurm, lambda said: "JobState=CANCELLED" in said,
-                       seconds=10)
-    finally:  # held jobs a failed test left would stay queued for ever
-        subprocess.run(["scancel", *ids], capture_output=True, env={**os.environ, "SLURM_CONF": slurm})
-
-
-def test_ctrl_c_during_a_submission_cancels_what_it_submitted(slurm, tmp_path):
-    """Ctrl-C while the third job is being submitted: the two queued before it (held) are
-    cancelled, as when sbatch refuses one; the runner says so, and nothing says they are
-    queued, so that a re-run submits the whole graph once."""
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    real = subprocess.run(["which", "sbatch"], capture_output=True, text=True).stdout.strip()
-    # the runner calls sbatch itself: the shim's parent is the runner
-    (shim / "sbatch").write_text(f"#!/bin/bash\ncount=$(cat {tmp_path}/calls 2>/dev/null || echo 0)\n"
-                                 f"echo $((count + 1)) > {tmp_path}/calls\n"
-                                 "if [ \"$count\" -ge 2 ]; then kill -INT $PPID; sleep 5; exit 1; fi\n"
+                                 f"if [ \"$count\" -ge 2 ]; then {third}; fi\n"
                                  f"exec {real} --hold \"$@\"\n")
     (shim / "sbatch").chmod(0o755)
     env = {"SLURM_CONF": slurm, "PATH": f"{shim}:{os.environ['PATH']}"}
     proc = run([*CTRL_C_DEFAULT, "bash", SCRIPTS / "demo.sh", "--quick", "--out-dir", tmp_path / "out", *ON_SLURM],
                env, check=False)
-    ids = re.findall(r"\[submitted (\d+)\]", proc.stdout)
+    return proc, re.findall(r"\[submitted (\d+)\]", proc.stdout)
+
+
+def assert_cancelled_and_unrecorded(slurm, tmp_path, ids):
     try:
-        assert proc.returncode == 130, proc.stderr
         assert len(ids) == 2
-        assert re.search(r"interrupted: the submission was stopped; of the 2 job\(s\) it had queued, 2 were "
-                         rf"cancelled \({ids[0]}, {ids[1]}\)$", proc.stderr.strip()), proc.stderr
         assert not (tmp_path / "out" / "slurm" / "jobs.json").exists()
         for job_id in ids:
             poll_slurm(["scontrol", "show", "job", job_id], slurm, lambda said: "JobState=CANCELLED" in said,
                        seconds=10)
     finally:  # held jobs a failed test left would stay queued for ever
         subprocess.run(["scancel", *ids], capture_output=True, env={**os.environ, "SLURM_CONF": slurm})
+
+
+def test_a_submission_sbatch_refuses_half_way_cancels_what_it_submitted(slurm, tmp_path):
+    """sbatch refuses the third job (a cluster's submit limit, say): the two it queued are
+    cancelled, the runner says so once the controller shows it, and nothing says they are
+    queued."""
+    proc, ids = submission_stopped_at_the_third_sbatch(
+        slurm, tmp_path, "echo 'sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+                         "(job submit limit)' >&2; exit 1")
+    try:
+        assert proc.returncode == 1
+        assert re.search(r"sbatch refused .*job submit limit.*; of the 2 job\(s\) this submission had queued, 2 were "
+                         rf"cancelled \({ids[0]}, {ids[1]}\)$", proc.stderr.strip()), proc.stderr
+    finally:
+        assert_cancelled_and_unrecorded(slurm, tmp_path, ids)
+
+
+def test_ctrl_c_during_a_submission_cancels_what_it_submitted(slurm, tmp_path):
+    """Ctrl-C while the third job is being submitted (the runner calls sbatch itself: the
+    shim's parent is the runner): as when sbatch refuses one, the two queued before it are
+    cancelled, the runner says so, and nothing says they are queued, so that a re-run submits
+    the whole graph once."""
+    proc, ids = submission_stopped_at_the_third_sbatch(slurm, tmp_path, "kill -INT $PPID; sleep 5; exit 1")
+    try:
+        assert proc.returncode == 130, proc.stderr
+        assert re.search(r"interrupted: the submission was stopped; of the 2 job\(s\) it had queued, 2 were "
+                         rf"cancelled \({ids[0]}, {ids[1]}\)$", proc.stderr.strip()), proc.stderr
+    finally:
+        assert_cancelled_and_unrecorded(slurm, tmp_path, ids)
 
 
 def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
