@@ -80,13 +80,7 @@ def read_tuning(path, option: str = "--tuning") -> Tuning:
     the key at fault otherwise."""
     path = existing_file(path, option)
     where = f"{option} {path}"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise InputError(f"{where}: not valid UTF-8 (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"{where}: not JSON ({err.msg}, line {err.lineno} column {err.colno})") from None
-    top = _object(data, where, "the file", ("metric", "schemes"))
+    top = _object(_json(path, where), where, "the file", ("metric", "schemes"))
     if not isinstance(top["metric"], str) or not top["metric"].strip():
         raise InputError(f"{where}: \"metric\" must say in words what the rates were chosen on, "
                          f"got {top['metric']!r}")
@@ -101,11 +95,16 @@ def read_scheme_tuning(path, what: str) -> SchemeTuning:
     """One scheme's choice (the ``schemes`` entry's form) from its own file, validated; an
     InputError naming ``what`` and the file otherwise."""
     where = f"{what} {path}"
+    return _scheme(_json(Path(path), where), where, "the choice")
+
+
+def _json(path: Path, where: str):
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"{where}: not a JSON file of UTF-8 text ({err})") from None
-    return _scheme(data, where, "the choice")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise InputError(f"{where}: not valid UTF-8 (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{where}: not JSON ({err.msg}, line {err.lineno} column {err.colno})") from None
 
 
 def check_tuning(tuning: Tuning, names: Sequence[str], learning_rates: Dict[str, Sequence[float]],

@@ -101,12 +101,16 @@ class StudyRun:
     offline: bool
     threads: int
     gpus: int
-    smoke_data: Path = Path()
     oracle: bool = False  # each model also decodes with its references' lengths
 
     @property
     def smoke(self) -> bool:
         return self.environment.smoke
+
+    @property
+    def smoke_data(self) -> Path:
+        """SMOKE=1's small local data, laid out like wmt-newstest: SMOKE_DATA, by default ../shared's."""
+        return self.environment.smoke_data or REPO.parent / "shared" / "data" / "wmt-newstest"
 
     @property
     def user_dir(self) -> str:
@@ -138,7 +142,6 @@ def table_main(n: int, argv: Sequence[str]) -> int:
                     gpus=0, oracle=args.oracle_length)
     if smoke:
         run_.work_root, run_.runs_root = run_.work_root / "smoke", run_.runs_root / "smoke"
-        run_.smoke_data = environment.smoke_data or REPO.parent / "shared" / "data" / "wmt-newstest"
         if not args.dry_run and not run_.smoke_data.is_dir():
             raise StepError(f"SMOKE=1 needs a small local data directory laid out like wmt-newstest "
                             f"(de-en/newstestYYYY.{{de,en}}, zh-en/newstestYYYY.{{zh,en}}); set SMOKE_DATA "

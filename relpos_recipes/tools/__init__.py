@@ -8,6 +8,7 @@ renames them when it succeeds) and fails with ``error: ...`` naming the file at 
 module's path, so that moving a tool to another module changes no step's identity and redoes
 no work.
 """
+import argparse
 import os
 from typing import Dict, NoReturn, Optional, Sequence, Tuple
 
@@ -40,6 +41,14 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "board": ("relpos_analysis.leaderboard",),
     "band-matrix": ("relpos_analysis.bands",),
 }
+
+
+def run_parsed(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None) -> int:
+    """A tool's command line: the function its subcommand set (``set_defaults(run=...)``)
+    run on the parsed options."""
+    args = parser.parse_args(argv)
+    args.run(args)
+    return 0
 
 
 def fail(message: str) -> NoReturn:

@@ -11,6 +11,7 @@ from relpos_analysis.tuning import GridPoint, SchemeTuning, Tuning, read_scheme_
 
 from ..engine import StepError, manifest
 from ..engine.manifest import ended_by_slurm
+from . import run_parsed
 
 
 def choose_lr(a) -> None:
@@ -80,9 +81,7 @@ def main(argv=None) -> int:
     p.add_argument("--metric", required=True)
     p.add_argument("choices", nargs="+", help="SCHEME=CHOICE_FILE")
     p.set_defaults(run=tuning)
-    args = ap.parse_args(argv)
-    args.run(args)
-    return 0
+    return run_parsed(ap, argv)
 
 
 if __name__ == "__main__":

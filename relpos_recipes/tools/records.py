@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import count_lines, fail
+from . import count_lines, fail, run_parsed
 
 
 def write_env(a) -> None:
@@ -49,9 +49,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    args.run(args)
-    return 0
+    return run_parsed(parser(), argv)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from typing import List, Sequence
 
-from . import count_lines, fail
+from . import count_lines, fail, run_parsed
 
 # parallel start-up of sacremoses and subword-nmt only pays off on large inputs
 PARALLEL_FROM_LINES = 200_000
@@ -171,9 +171,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    args.run(args)
-    return 0
+    return run_parsed(parser(), argv)
 
 
 if __name__ == "__main__":
