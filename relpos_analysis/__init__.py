@@ -5,6 +5,11 @@ intervals and paired tests against a baseline; ``python -m relpos_analysis.repor
 ``relpos-report``) is the command line, docs/analysis.md the manual.  ``load_report(path)`` and
 ``load_board(path)`` read a report's or a board's records as one long pandas DataFrame
 (relpos_analysis.frames).
+
+Each of the three commands has the same four parts, named alike: ``X`` (``report``,
+``leaderboard``, ``bands``) parses its request once and runs the command, ``inputs`` reads and
+checks the files every command names, ``X_model`` computes the model from lists of strings and
+numbers, and ``X_render`` turns it into tables, records and figures (relpos_analysis.tables).
 """
 
 

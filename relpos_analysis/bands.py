@@ -11,7 +11,7 @@ columns with 95% bootstrap intervals, in every format, and a heatmap with the di
 file per train band, in --train-bands' order.  The files are written when
 everything is computed (all or nothing), then the markdown tables go to stdout; bad input is
 a one-line ``error: ...`` on stderr (exit status 2), before any scoring.  The model is
-relpos_analysis.band_matrix's, the tables and the heatmap relpos_analysis.band_render's.
+relpos_analysis.bands_model's, the tables and the heatmap relpos_analysis.bands_render's.
 """
 import argparse
 import sys
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import band_matrix, band_render
+from . import bands_model, bands_render
 from .buckets import Bucket, parse_bands
 from .cache import StatisticsCache, default_directory
 from .cli import Parser, check_outputs, every_system_or_none, run_command
-from .evaluate import ScoringOptions
+from .report_model import ScoringOptions
 from .failures import SHORT_RATIO
 from .inputs import InputFiles, read_inputs, segmented_lengths
 from .io import InputError, parse_named_lists
@@ -132,7 +132,7 @@ def run(request: BandsRequest) -> Tuple[str, Dict[Path, bytes]]:
     if options.cache is not None:
         options.cache.create()
     reference = texts.references[0].lines
-    matrices = [band_matrix.band_matrix(name, lengths, [reference], [text.lines for text in seeds],
+    matrices = [bands_model.band_matrix(name, lengths, [reference], [text.lines for text in seeds],
                                         request.train_bands, request.test_bands, options, texts.log_probs.get(name))
                 for name, seeds in texts.systems.items()]
     return _rendered(request, matrices)
@@ -140,16 +140,16 @@ def run(request: BandsRequest) -> Tuple[str, Dict[Path, bytes]]:
 
 def _rendered(request: BandsRequest, matrices) -> Tuple[str, Dict[Path, bytes]]:
     title, targets = request.title, request.targets
-    markdown = band_render.markdown(matrices, title)
+    markdown = bands_render.markdown(matrices, title)
     contents: Dict[Path, bytes] = {}
     if targets:
         contents[targets["markdown"]] = markdown.encode("utf-8")
-        contents[targets["json"]] = band_render.json_text(matrices, title).encode("utf-8")
-        contents[targets["csv"]] = band_render.csv_text(matrices).encode("utf-8")
-        contents[targets["latex"]] = band_render.latex(matrices, title).encode("utf-8")
+        contents[targets["json"]] = bands_render.json_text(matrices, title).encode("utf-8")
+        contents[targets["csv"]] = bands_render.csv_text(matrices).encode("utf-8")
+        contents[targets["latex"]] = bands_render.latex(matrices, title).encode("utf-8")
         metrics = request.options.metrics
         metric = "bleu" if "bleu" in metrics else metrics[0]
-        for fmt, data in band_render.heatmap(matrices, metric, title, HEATMAP_FORMATS).items():
+        for fmt, data in bands_render.heatmap(matrices, metric, title, HEATMAP_FORMATS).items():
             contents[targets["heatmap"].with_suffix(f".{fmt}")] = data
     return markdown, contents
 

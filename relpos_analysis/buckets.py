@@ -4,7 +4,7 @@ Edges ``25,50,75,100`` give G0:25 (0 <= J <= 25), G26:50, G51:75, G76:100 and G1
 each edge is the inclusive upper end of a bucket and the last bucket is open.
 
 A length *band* ``LO:HI`` is a closed bucket that a system is trained on, or tested on, in
-the band matrix (relpos_analysis.band_matrix); the recipes filter training pairs by the same
+the band matrix (relpos_analysis.bands_model); the recipes filter training pairs by the same
 bands (relpos_recipes.tools.filter_pairs --band).
 """
 import math

@@ -15,8 +15,8 @@ board's), the paired test's ``p_value`` against the baseline, the difference to 
 limit ``drop``, ``drop_ci_lo``, ``drop_ci_hi`` (buckets beyond it) and an oracle-length
 decoding's gain over free decoding ``oracle_gain``, ``oracle_gain_ci_lo``,
 ``oracle_gain_ci_hi``, ``oracle_gain_p``, and on the whole-set row of ``--reference-baseline``'s
-row the metric's ``length_bias`` (relpos_analysis.evaluate.LengthBias); missing values are NaN.  Metrics that were not
-computed (a null signature) have no rows, nor have failed systems (``failed`` lists them).
+row the metric's ``length_bias`` (relpos_analysis.report_model.LengthBias); missing values are NaN.
+Metrics that were not computed (a null signature) have no rows, nor have failed systems (``failed`` lists them).
 """
 import json
 from pathlib import Path

@@ -18,15 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import board_render, segment_scores
-from .board import METRICS, TrainingInfo, build_board, check_board_metrics, check_training_log, training_info
+from . import leaderboard_render, segment_scores
+from .leaderboard_model import (METRICS, TrainingInfo, build_board, check_board_metrics, check_training_log,
+                                training_info)
 from .tuning import check_tuning, read_tuning
 from .buckets import Bucket, bucket_members, buckets_from_edges, default_edges, parse_edges
 from .cli import (
     Parser, add_failure_options, add_length_side_options, check_outputs, every_system_or_none,
     length_side, run_command,
 )
-from .evaluate import ScoringOptions, check_oracles
+from .report_model import ScoringOptions, check_oracles
 from .inputs import InputFiles, LengthCounting, lengths_by_side, read_inputs
 from .io import InputError, parse_named, parse_named_lists, read_lines
 from .metrics import METRICS as ALL_METRICS
@@ -221,19 +222,19 @@ def _training(request: BoardRequest) -> Tuple[Dict[str, TrainingInfo], Optional[
 
 def _rendered(request: BoardRequest, board, tuning, lengths) -> Tuple[str, Dict[Path, bytes]]:
     title = request.title
-    markdown = board_render.markdown_table(board, title, tuning)
+    markdown = leaderboard_render.markdown_table(board, title, tuning)
     first = lengths if request.side != "hypothesis" else next(iter(lengths.values()))[0]
     mean_lengths = [sum(first[i] for i in members) / len(members) if members else float("nan")
                     for members in bucket_members(first, request.buckets)]
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
-        "json": lambda: board_render.json_text(board, tuning).encode("utf-8"),
-        "csv": lambda: board_render.csv_text(board).encode("utf-8"),
-        "latex": lambda: board_render.latex_table(board, title, tuning).encode("utf-8"),
-        "bleu_plot": lambda: board_render.bleu_plot(board, mean_lengths, title),
-        "ratio_plot": lambda: board_render.length_ratio_plot(board, mean_lengths, title),
-        "failures_plot": lambda: board_render.failures_plot(board, title),
-        "oracle_plot": lambda: board_render.oracle_plot(board, mean_lengths, title),
+        "json": lambda: leaderboard_render.json_text(board, tuning).encode("utf-8"),
+        "csv": lambda: leaderboard_render.csv_text(board).encode("utf-8"),
+        "latex": lambda: leaderboard_render.latex_table(board, title, tuning).encode("utf-8"),
+        "bleu_plot": lambda: leaderboard_render.bleu_plot(board, mean_lengths, title),
+        "ratio_plot": lambda: leaderboard_render.length_ratio_plot(board, mean_lengths, title),
+        "failures_plot": lambda: leaderboard_render.failures_plot(board, title),
+        "oracle_plot": lambda: leaderboard_render.oracle_plot(board, mean_lengths, title),
     }
     return markdown, {path: renderers[kind]() for kind, path in request.targets.items()}
 

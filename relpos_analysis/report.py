@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import render, segment_scores
+from . import report_render, segment_scores
 from .buckets import Bucket, buckets_from_edges, default_edges, parse_edges, quantile_edges
 from .cache import StatisticsCache, default_directory
 from .cli import (
     Parser, add_failure_options, add_length_side_options, check_outputs, every_system_or_none,
     length_side, run_command,
 )
-from .evaluate import PAIRED_TESTS, ScoringOptions, bleu_tokenizer, check_baseline, check_oracles, evaluate_by_length
+from .report_model import (PAIRED_TESTS, ScoringOptions, bleu_tokenizer, check_baseline, check_oracles,
+                           evaluate_by_length)
 from .inputs import InputFiles, LengthCounting, Text, lengths_by_side, read_inputs
 from .io import InputError, existing_file, parse_named
 from .metrics import DEFAULT_METRICS, METRICS, TOKENIZERS, parse_metrics
@@ -282,7 +283,7 @@ def run(request: ReportRequest) -> Tuple[str, Dict[Path, bytes]]:
     report = dataclasses.replace(report, failed=request.failures,
                                  reference_row=REFERENCE_ROW if request.reference_baseline else None)
     start_time = time.perf_counter()
-    markdown = render.markdown_table(report, request.title)
+    markdown = report_render.markdown_table(report, request.title)
     outputs = _rendered_outputs(request, report, markdown, length_label)
     if progress is not None:
         progress(f"outputs rendered: {time.perf_counter() - start_time:.1f} s")
@@ -310,11 +311,12 @@ def _rendered_outputs(request: ReportRequest, report, markdown, length_label) ->
     title = request.title
     renderers = {
         "markdown": lambda: markdown.encode("utf-8"),
-        "json": lambda: render.json_text(report).encode("utf-8"),
-        "csv": lambda: render.csv_text(report).encode("utf-8"),
-        "latex": lambda: render.latex_table(report, title).encode("utf-8"),
+        "json": lambda: report_render.json_text(report).encode("utf-8"),
+        "csv": lambda: report_render.csv_text(report).encode("utf-8"),
+        "latex": lambda: report_render.latex_table(report, title).encode("utf-8"),
     }
-    plots = {"plot": render.bucket_plot, "failures_plot": render.failures_plot, "oracle_plot": render.oracle_plot}
+    plots = {"plot": report_render.bucket_plot, "failures_plot": report_render.failures_plot,
+             "oracle_plot": report_render.oracle_plot}
     for kind, (_, path) in request.targets.items():
         if kind in renderers:
             contents[path] = renderers[kind]()
@@ -323,7 +325,7 @@ def _rendered_outputs(request: ReportRequest, report, markdown, length_label) ->
                 contents[_with_format(path, fmt)] = data
     if "histogram" in request.targets:
         path = request.targets["histogram"][1]
-        contents[path] = render.length_histogram(
+        contents[path] = report_render.length_histogram(
             report.lengths, report.buckets, request.options.train_limit, title, length_label,
             fmt=path.suffix[1:].lower(),
         )

@@ -14,11 +14,11 @@ from sacrebleu.significance import PairedTest
 from relpos_analysis import bootstrap, ter
 from relpos_analysis.buckets import Bucket, bucket_members, buckets_from_edges, parse_edges, quantile_edges
 from relpos_analysis.cache import StatisticsCache
-from relpos_analysis.evaluate import ScoringOptions, evaluate_by_length
+from relpos_analysis.report_model import ScoringOptions, evaluate_by_length
 from relpos_analysis.io import InputError, check_parallel, fairseq_segments, read_lines, read_segments
 from relpos_analysis.lengths import bpe_lengths, char_lengths, sentencepiece_lengths, whitespace_lengths
 from relpos_analysis.metrics import MetricConfig, sentence_statistics
-from relpos_analysis.render import latex_table, markdown_table
+from relpos_analysis.report_render import latex_table, markdown_table
 from relpos_analysis.textcheck import check_no_subword_markers, check_segmented, unsegmented_chars_per_token
 from conftest import REPO_ROOT, SHARED
 

@@ -13,7 +13,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from relpos_analysis import load_report, report
-from relpos_analysis.evaluate import check_resampling
+from relpos_analysis.report_model import check_resampling
 from relpos_analysis.io import InputError
 from relpos_analysis.report import main
 from conftest import SHARED

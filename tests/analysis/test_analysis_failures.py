@@ -1,5 +1,5 @@
 """Why translations fail beyond the training lengths, in the library (relpos_analysis.failures,
-relpos_analysis.evaluate): the failure definitions on hand-made cases, their shares and the
+relpos_analysis.report_model): the failure definitions on hand-made cases, their shares and the
 mean log-probability per bucket, the drop beyond the limit, oracle-length gains, and buckets
 by each system's own translation length."""
 import random
@@ -10,10 +10,10 @@ from sacrebleu.metrics import BLEU
 
 from relpos_analysis import bootstrap
 from relpos_analysis.buckets import bucket_members, buckets_from_edges
-from relpos_analysis.evaluate import ScoringOptions, evaluate_by_length
+from relpos_analysis.report_model import ScoringOptions, evaluate_by_length
 from relpos_analysis.failures import classify, failure_flags, longest_repeat
 from relpos_analysis.io import InputError
-from relpos_analysis.render import json_text, latex_table, markdown_table, records
+from relpos_analysis.report_render import json_text, latex_table, markdown_table, records
 
 LIMIT = 12
 

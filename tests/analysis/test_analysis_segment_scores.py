@@ -11,7 +11,7 @@ from sacrebleu.significance import _compute_p_value
 
 from relpos_analysis import bootstrap, leaderboard
 from relpos_analysis.buckets import buckets_from_edges
-from relpos_analysis.evaluate import ScoringOptions, evaluate_by_length
+from relpos_analysis.report_model import ScoringOptions, evaluate_by_length
 from relpos_analysis.report import main as report_main
 
 N = 90

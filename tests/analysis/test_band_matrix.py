@@ -1,4 +1,4 @@
-"""The band matrix (relpos_analysis.band_matrix and its command line relpos_analysis.bands): on
+"""The band matrix (relpos_analysis.bands_model and its command line relpos_analysis.bands): on
 hand-made lists, each system is perfect on its own band and wrong elsewhere, so the matrix
 has its diagonal, the tests against the diagonal and the failure columns where they must be;
 the command line writes every format and refuses bad input before any scoring."""
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from relpos_analysis import band_matrix, band_render, bands
+from relpos_analysis import bands_model, bands_render, bands
 from relpos_analysis.buckets import Bucket
-from relpos_analysis.evaluate import ScoringOptions
+from relpos_analysis.report_model import ScoringOptions
 
 TRAIN = [Bucket(1, 4), Bucket(5, 8)]
 TEST = [Bucket(1, 4), Bucket(5, 8), Bucket(9, 12)]
@@ -31,7 +31,7 @@ def corpus(n=40):
 
 def test_the_diagonal_peaks_and_the_cells_off_it_are_tested_against_it():
     lengths, refs, hyps = corpus()
-    matrix = band_matrix.band_matrix("abs", lengths, [refs], hyps, TRAIN, TEST, OPTIONS)
+    matrix = bands_model.band_matrix("abs", lengths, [refs], hyps, TRAIN, TEST, OPTIONS)
     assert matrix.sizes == [sum(b.contains(n) for n in lengths) for b in TEST]
     assert [matrix.diagonal(column) for column in range(3)] == [0, 1, None]
     bleu = {(r, c): cells["bleu"] for (r, c), cells in matrix.cells.items()}
@@ -46,17 +46,17 @@ def test_the_diagonal_peaks_and_the_cells_off_it_are_tested_against_it():
 
 def test_the_tables_mark_the_diagonal_and_the_significant_falls():
     lengths, refs, hyps = corpus(120)
-    matrix = band_matrix.band_matrix("abs", lengths, [refs], hyps, TRAIN, TEST, OPTIONS)
-    text = band_render.markdown([matrix], "Bands")
+    matrix = bands_model.band_matrix("abs", lengths, [refs], hyps, TRAIN, TEST, OPTIONS)
+    text = bands_render.markdown([matrix], "Bands")
     assert "## Bands: abs, BLEU" in text and "## Bands: abs, short %" in text
     bleu_table = text.split("## Bands: abs, empty %")[0]
     row = next(line for line in bleu_table.splitlines() if line.startswith("| 1–4 |"))
     cells = row.split(" | ")
     assert cells[1].startswith("**100.0") and cells[1].endswith("**") and cells[2].endswith("\\*")
     assert "| tested on 9–12 |" in bleu_table
-    latex = band_render.latex([matrix], "Bands")
+    latex = bands_render.latex([matrix], "Bands")
     assert "\\textbf{100.0" in latex and "1--4" in latex
-    records = band_render.records([matrix])
+    records = bands_render.records([matrix])
     assert len(records) == 2 * 3 * 4  # train bands x test bands x (BLEU, empty, short, loop)
     diagonal = [r for r in records if r["diagonal"] and r["metric"] == "bleu"]
     assert {(r["train_band"], r["test_band"]) for r in diagonal} == {("1:4", "1:4"), ("5:8", "5:8")}

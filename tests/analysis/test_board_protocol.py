@@ -11,7 +11,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from relpos_analysis import bootstrap, leaderboard
-from relpos_analysis.board import training_info
+from relpos_analysis.leaderboard_model import training_info
 from conftest import REPO_ROOT, TINY_TRAIN_ARGS, fairseq
 from test_leaderboard import LIMIT, corpus, degraded, write
 

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from relpos_analysis import board_render, leaderboard
-from relpos_analysis.board import build_board
+from relpos_analysis import leaderboard_render, leaderboard
+from relpos_analysis.leaderboard_model import build_board
 from relpos_analysis.buckets import buckets_from_edges
-from relpos_analysis.evaluate import ScoringOptions
+from relpos_analysis.report_model import ScoringOptions
 from relpos_analysis.io import InputError
 
 LIMIT = 10
@@ -52,7 +52,7 @@ def test_ranking_by_exact_match_reverses_the_bleu_ranking(known):
     assert half.beyond.scores["exact"].mean == pytest.approx(50, abs=10)
     assert by_exact.row("near").beyond.scores["exact"].mean == 0
     assert half.beyond.differences["exact"].value == half.beyond.scores["exact"].mean
-    header = next(line for line in board_render.markdown_table(by_exact).splitlines() if line.startswith("| rank"))
+    header = next(line for line in leaderboard_render.markdown_table(by_exact).splitlines() if line.startswith("| rank"))
     assert "exact %" in header and "BLEU" not in header
 
 
@@ -63,7 +63,7 @@ def test_the_oracle_table_compares_the_ranking_metric(known):
     board = build_board(lengths, refs, oracle_systems, buckets_from_edges([LIMIT, 20]), LIMIT,
                         ScoringOptions(tokenize="none", n_bootstrap=50, seed=1), baseline="near",
                         oracles={"near-oracle": "near"}, metrics=("bleu", "exact"), rank_metric="exact")
-    table = board_render.markdown_table(board)
+    table = leaderboard_render.markdown_table(board)
     assert "exact % free" in table and "exact % oracle" in table and "BLEU free" not in table
     gain = board.row("near-oracle").oracle_gains[board.buckets[1]]["exact"]
     assert gain.value == 100

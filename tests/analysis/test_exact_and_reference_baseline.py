@@ -10,9 +10,9 @@ from sacrebleu.metrics import BLEU
 
 from relpos_analysis import load_report
 from relpos_analysis.buckets import buckets_from_edges
-from relpos_analysis.evaluate import LENGTH_BIAS_THRESHOLD, ScoringOptions, evaluate_by_length, length_bias
+from relpos_analysis.report_model import LENGTH_BIAS_THRESHOLD, ScoringOptions, evaluate_by_length, length_bias
 from relpos_analysis.metrics import exact_matches, parse_metrics
-from relpos_analysis.render import markdown_table, records
+from relpos_analysis.report_render import markdown_table, records
 from relpos_analysis.report import REFERENCE_ROW, main
 from relpos_recipes.tools import scan
 from conftest import SHARED

@@ -1,4 +1,4 @@
-"""The leaderboard (relpos_analysis.board, relpos_analysis.board_render, python -m relpos_analysis.leaderboard) on
+"""The leaderboard (relpos_analysis.leaderboard_model, relpos_analysis.leaderboard_render, python -m relpos_analysis.leaderboard) on
 translations of known quality: the ranking, the seeds' mean and spread against sacrebleu's
 own corpus scores, the pooled paired test, failures kept on the board, the training logs,
 and the refusals of bad input."""
@@ -10,10 +10,10 @@ import statistics
 import pytest
 from sacrebleu.metrics import BLEU
 
-from relpos_analysis import board_render, leaderboard
-from relpos_analysis.board import build_board, training_info
+from relpos_analysis import leaderboard_render, leaderboard
+from relpos_analysis.leaderboard_model import build_board, training_info
 from relpos_analysis.buckets import buckets_from_edges
-from relpos_analysis.evaluate import ScoringOptions
+from relpos_analysis.report_model import ScoringOptions
 from relpos_analysis.io import InputError
 
 LIMIT = 20
@@ -201,7 +201,7 @@ def test_a_system_scoring_like_the_baseline_is_never_significant_on_the_board(kn
     row = board.row("spaced")
     for cell in row.cells + [row.beyond]:
         assert all(p == 1.0 for p in cell.p_values.values())
-    table = board_render.markdown_table(board)
+    table = leaderboard_render.markdown_table(board)
     assert not any("\\*" in line for line in table.splitlines() if line.startswith("|"))
 
 
@@ -248,16 +248,16 @@ def test_a_whole_board_is_drawn_in_panels_of_ranks_with_the_baseline_in_each():
     options = ScoringOptions(tokenize="none", n_bootstrap=10, seed=1)
     board = build_board(lengths, refs, systems, buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs",
                         failures={"huang3": "diverged"})
-    panels = board_render.curve_panels(board)
+    panels = leaderboard_render.curve_panels(board)
     assert [len(panel) for panel in panels] == [6, 6, 6, 6, 2]
     drawn = [row.system for panel in panels for row in panel]
     assert drawn == [row.system for row in board.rows if row.system not in ("abs", "huang3")]
     assert [row.rank for row in panels[0]] == [1, 2, 3, 4, 5, 6]
-    assert board_render._panel_title(panels[0]) == "ranks 1–6"
-    assert board_render.bleu_plot(board, [10, 25, 35]).startswith(b"\x89PNG")
+    assert leaderboard_render._panel_title(panels[0]) == "ranks 1–6"
+    assert leaderboard_render.bleu_plot(board, [10, 25, 35]).startswith(b"\x89PNG")
     few = build_board(lengths, refs, {name: systems[name] for name in ("abs", "s00", "s01")},
                       buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs")
-    assert [[row.system for row in panel] for panel in board_render.curve_panels(few)] == [["s00", "s01"]]
+    assert [[row.system for row in panel] for panel in leaderboard_render.curve_panels(few)] == [["s00", "s01"]]
 
 
 def png_size(png: bytes):
@@ -276,7 +276,7 @@ def test_a_whole_boards_failures_and_oracle_lengths_are_drawn_in_rows_of_panels(
     options = ScoringOptions(tokenize="none", n_bootstrap=10, seed=1)
     board = build_board(lengths, refs, systems, buckets_from_edges([LIMIT, 30]), LIMIT, options, baseline="abs",
                         oracles={f"{name}+oracle": name for name in names})
-    for png in (board_render.failures_plot(board), board_render.oracle_plot(board, [10, 25, 35])):
+    for png in (leaderboard_render.failures_plot(board), leaderboard_render.oracle_plot(board, [10, 25, 35])):
         width, height = png_size(png)
         assert png.startswith(b"\x89PNG") and 1 < width / height < 2.5, (width, height)  # five rows of six
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from relpos_analysis.board_render import tuning_table
+from relpos_analysis.leaderboard_render import tuning_table
 from relpos_analysis.io import InputError
 from relpos_analysis.tables import markdown
 from relpos_analysis.tuning import read_tuning

@@ -7,15 +7,15 @@ diagonal) is what the column's other systems are tested against (paired bootstra
 approximate randomization), so that a fall on either side of the diagonal is a measured one.
 
 ``band_matrix``: one scheme's matrix from lists (each sentence's length, the references, each
-train band's translations), a pure function scored by relpos_analysis.evaluate; its tables,
-records and heatmap are relpos_analysis.band_render's, and ``python -m relpos_analysis.bands``
+train band's translations), a pure function scored by relpos_analysis.report_model; its tables,
+records and heatmap are relpos_analysis.bands_render's, and ``python -m relpos_analysis.bands``
 the command line (docs/analysis.md).
 """
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .buckets import Bucket
-from .evaluate import MetricResult, ScoringOptions, evaluate_by_length
+from .report_model import MetricResult, ScoringOptions, evaluate_by_length
 from .metrics import sentence_statistics
 from .tables import Raw, Text
 

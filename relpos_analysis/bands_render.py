@@ -1,4 +1,4 @@
-"""The band matrix's renderer (relpos_analysis.band_matrix is the model): the tables.Table
+"""The band matrix's renderer (relpos_analysis.bands_model is the model): the tables.Table
 model (a table per scheme and metric, ``band_tables``), the flat records of the CSV and JSON
 (``records``), the Markdown, LaTeX, JSON and CSV texts, and ``heatmap``: a metric of each
 scheme as a heatmap, a panel per scheme, the diagonal outlined.
@@ -8,12 +8,12 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import tables
-from .band_matrix import BandMatrix, band_label, band_text
-from .evaluate import MetricResult
+from .bands_model import BandMatrix, band_label, band_text
+from .report_model import MetricResult
 from .failures import FAILURES, LOG_PROB
 from .figures import figure_bytes, figure_title, plt
 from .metrics import display_decimals, display_name
-from .render import is_significant, is_thin, failure_note
+from .report_render import is_significant, is_thin, failure_note
 from .tables import EMPTY, FEW, SENTENCES, SIGNIFICANT, Raw, Table, Text
 
 DIAGONAL = (Raw("**", "\\textbf{"), Raw("**", "}"))  # a cell of the band a system was trained on

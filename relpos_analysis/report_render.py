@@ -9,7 +9,7 @@ import math
 from typing import Dict, List, Optional, Sequence
 
 from .buckets import Bucket
-from .evaluate import LENGTH_BIAS_THRESHOLD, TEST_NAMES, Cell, Change, LengthReport, length_bias
+from .report_model import LENGTH_BIAS_THRESHOLD, TEST_NAMES, Cell, Change, LengthReport, length_bias
 from .failures import FAILURES, LOG_PROB
 from .figures import figure_bytes, figure_title, panel_grid, plt
 from .metrics import LOWER_IS_BETTER, METRICS, SACREBLEU_METRICS, display_decimals, display_name

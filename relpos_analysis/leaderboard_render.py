@@ -18,12 +18,12 @@ JSON the selection too; the CSV leaves it out: it is no record per system and se
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import tables
-from .board import Board, BoardCell, BoardRow, Difference, Spread
+from .leaderboard_model import Board, BoardCell, BoardRow, Difference, Spread
 from .buckets import Bucket
 from .figures import figure_bytes, figure_title, panel_grid, plt
 from .metrics import METRICS, display_decimals, display_name
 from .failures import FAILURES
-from .render import (
+from .report_render import (
     MIN_SIZE_FOR_MARKS, SIGNIFICANCE_LEVEL, bucket_fields, change_fields, change_text, failure_note,
     is_significant, segment_scores_note, size_text, stacked_failures,
 )

@@ -3,7 +3,7 @@ ranked by BLEU beyond the training lengths, among the systems that learned the t
 them.
 
 Every score is a corpus score of one seed's translations (sacrebleu, through
-relpos_analysis.evaluate); a cell holds the scores of all seeds, reported as their mean and
+relpos_analysis.report_model); a cell holds the scores of all seeds, reported as their mean and
 spread.  The paired test against the baseline pools the seeds: seed k of a system is paired
 with seed k of the baseline on the same sentences, and that pooled set is resampled (paired
 bootstrap resampling, as in the length report), so one test uses every seed's translations;
@@ -21,7 +21,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .buckets import Bucket, bucket_members
-from .evaluate import (
+from .report_model import (
     Change, LengthReport, MetricResult, ScoringOptions, build_scorers, check_baseline, check_oracles, check_resampling,
     evaluate_by_length,
 )
