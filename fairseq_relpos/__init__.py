@@ -7,14 +7,9 @@ Use it as a fairseq plugin (``--user-dir fairseq_relpos``) or import it for the 
 """
 import fairseq_relpos_compat  # noqa: F401  (fixes must precede fairseq's import)
 
-from .models.relpos_transformer import (
-    ARCHITECTURES,
-    STUDY_ARCHITECTURES,
-    RelPosTransformerModel,
-    build_standalone_model,
-    count_parameters,
-    effective_label,
-)
+from .models.architectures import ARCHITECTURES, STUDY_ARCHITECTURES
+from .models.labels import effective_label
+from .models.relpos_transformer import RelPosTransformerModel, build_standalone_model, count_parameters
 from .positions import PositionSpec, register_scheme, scheme_names
 from . import oracle_length  # noqa: F401  (registers the relpos_translation task)
 

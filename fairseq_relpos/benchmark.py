@@ -35,7 +35,7 @@ from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
 from . import ARCHITECTURES, build_standalone_model, count_parameters
-from .models.relpos_transformer import flex_covers
+from .models.architectures import flex_covers
 from .modules.attention import ATTENTION_IMPLS, recorded_kernels
 
 BASELINE = "transformer_abs"

@@ -187,7 +187,7 @@ if wants bench; then
   bench=(python -m fairseq_relpos.benchmark --device cuda --dtype fp16 --padding --lengths 32,64,128,256
          --repeats "$repeats")
   flex_archs="$(python -c "from fairseq_relpos import ARCHITECTURES
-from fairseq_relpos.models.relpos_transformer import flex_covers
+from fairseq_relpos.models.architectures import flex_covers
 print(','.join(a for a in ARCHITECTURES if flex_covers(a)))" 2>>"$log_file")"
   run_part "benchmark, reference path" $((bench_time * 2 / 3)) "$out/bench-reference.md" \
     "${bench[@]}" --json "$out/bench-reference.json"
@@ -200,7 +200,7 @@ if wants board; then
   if (( cap < 60 )); then
     echo "| board | not run: ${left} s of --budget left | 0 |" >> "$out/summary.md"
   else
-    nine="$(python -c "from fairseq_relpos.models.relpos_transformer import STUDY_ARCHITECTURES
+    nine="$(python -c "from fairseq_relpos.models.architectures import STUDY_ARCHITECTURES
 print(','.join(STUDY_ARCHITECTURES))" 2>>"$log_file")"
     run_part "board" "$cap" - bash scripts/leaderboard.sh --data "$board_data" --systems "$nine" --seeds 1 \
       --lr-grid 1e-3 --updates "$board_updates" --validate-every 500 --patience 10 \

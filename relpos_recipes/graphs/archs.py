@@ -1,35 +1,50 @@
 """The architectures the recipes train, asked of the plugin in a Python of its own (importing
-fairseq costs seconds, which a recipe's command pays once, here, before any work)."""
+fairseq costs seconds, which a recipe's command pays once, here, before any work).  The
+plugin's own table needs fairseq (registering the architectures is what importing the plugin
+does), and the check needs fairseq's registry anyway (fairseq's own architectures are
+accepted), so one interpreter answers both, once per command."""
+import functools
 import json
 import subprocess
-from typing import Dict, List, Sequence
+from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 from ..engine import StepError
 from . import PY
 
 
+class Registry(NamedTuple):
+    every: Tuple[str, ...]  # every architecture fairseq knows with the plugin loaded
+    ours: Tuple[str, ...]  # the plugin's, in its table's order (fairseq_relpos.models.architectures)
+
+
+@functools.lru_cache(maxsize=None)
+def _registry() -> Registry:
+    code = ("import json, logging; logging.disable(logging.INFO); import fairseq_relpos\n"
+            "from fairseq.models import ARCH_MODEL_REGISTRY\n"
+            "from fairseq_relpos.models.architectures import ARCHITECTURES\n"
+            "print(json.dumps([sorted(ARCH_MODEL_REGISTRY), list(ARCHITECTURES)]))")
+    proc = subprocess.run([PY, "-c", code], capture_output=True, text=True)
+    if proc.returncode:
+        raise StepError(f"could not load fairseq to list its architectures "
+                        f"({proc.stderr.strip().splitlines()[-1:]})")
+    every, ours = json.loads(proc.stdout.splitlines()[-1])
+    return Registry(tuple(every), tuple(ours))
+
+
 def check_archs(option: str, archs: Sequence[str]) -> None:
     """Every architecture must be one fairseq knows with this plugin loaded (asked before any
     work, so that a typo does not fail hours later)."""
-    code = ("import logging, sys; logging.disable(logging.INFO); import fairseq_relpos\n"
-            "from fairseq.models import ARCH_MODEL_REGISTRY as R\n"
-            "unknown = [a for a in sys.argv[1:] if a not in R]\n"
-            "ours = sorted(a for a, m in R.items() if m.__module__.startswith('fairseq_relpos'))\n"
-            "print(','.join(unknown)); print(', '.join(ours))")
-    proc = subprocess.run([PY, "-c", code, *archs], capture_output=True, text=True)
-    if proc.returncode:
-        raise StepError(f"could not load fairseq to check {option} ({proc.stderr.strip().splitlines()[-1:]})")
-    unknown, ours = proc.stdout.splitlines()[:2]
+    registry = _registry()
+    unknown = [arch for arch in archs if arch not in registry.every]
     if unknown:
-        raise StepError(f"{option}: unknown architecture {unknown.replace(',', ', ')} "
-                        f"(fairseq-relpos has {ours}; fairseq's own, such as transformer, work too)")
+        raise StepError(f"{option}: unknown architecture {', '.join(unknown)} "
+                        f"(fairseq-relpos has {', '.join(sorted(registry.ours))}; "
+                        f"fairseq's own, such as transformer, work too)")
 
 
 def all_archs() -> List[str]:
-    proc = subprocess.run([PY, "-c", "import logging; logging.disable(logging.INFO)\n"
-                                     "from fairseq_relpos.models.relpos_transformer import ARCHITECTURES\n"
-                                     "print('\\n'.join(ARCHITECTURES))"], capture_output=True, text=True, check=True)
-    return proc.stdout.split()
+    """The plugin's architectures, what table 5 and the leaderboard train by default."""
+    return list(_registry().ours)
 
 
 def effective_labels(archs: Sequence[str], train_args: Sequence[str]) -> Dict[str, str]:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fairseq_relpos import ARCHITECTURES, RelPosTransformerModel
-from fairseq_relpos.models.relpos_transformer import flex_covers
+from fairseq_relpos.models.architectures import flex_covers
 from fairseq_relpos.modules.attention import RelPosSelfAttention, recorded_kernels
 from fairseq_relpos.modules.flex import covered_schemes
 from fairseq_relpos.positions import SCHEMES, AttentionScheme, PositionSpec

@@ -6,7 +6,7 @@ import pytest
 import torch
 from fairseq.models.transformer import TransformerModel
 
-from fairseq_relpos.models.relpos_transformer import UNSUPPORTED_OPTIONS
+from fairseq_relpos.models.options import UNSUPPORTED_OPTIONS
 
 from conftest import build_tiny_model, tiny_dictionary
 

@@ -99,6 +99,6 @@ def test_a_table_plans_its_systems_their_translations_and_its_reports(table, tmp
 def test_the_architectures_of_table5_and_the_leaderboard_are_the_plugins():
     """What table5.sh (and the leaderboard) train without --archs (--systems): the tests above
     show that table 5 takes all_archs() then."""
-    from fairseq_relpos.models.relpos_transformer import ARCHITECTURES
+    from fairseq_relpos.models.architectures import ARCHITECTURES
 
     assert study.all_archs() == list(ARCHITECTURES)
