@@ -65,118 +65,7 @@ class LocalRunner:
     def run(self, graph: Graph, planned: Optional[Plan] = None) -> Outcome:
         planned = planned or plan(graph)
         planned.check_not_running()
-        outcome = Outcome()
-        schedule = planned.schedule()
-        waiting: List[Step] = []
-        self.console.plan_started(planned)
-        for step in planned.steps:
-            if planned.states[step].done:
-                self.console.step_skipped(step, "done")
-                outcome.skipped.append(step)
-            else:
-                waiting.append(step)
-        finished: "queue.Queue[Tuple[RunningStep, Optional[BaseException]]]" = queue.Queue()
-        running: Dict[Step, Tuple[RunningStep, threading.Thread, Optional[int]]] = {}
-        gpu_load = [0] * self.gpus
-        free_cpus = self.threads
-        stopping = _install_stop_handlers(self.time_limit)
-
-        def failed_upstream(step):
-            return next((u for u in schedule.upstream[step] if u in outcome.failed or u in outcome.blocked), None)
-
-        def build_laters() -> bool:
-            """Builds each later part whose prerequisites have all finished; whether any was."""
-            grown = False
-            for job in list(schedule.unbuilt):
-                needed = schedule.ready(job, outcome.finished)
-                if needed is None:
-                    continue
-                culprit = next((s for s in needed if s in outcome.failed or s in outcome.blocked), None)
-                if culprit is not None and not job.after_any:
-                    outcome.blocked_jobs[job] = outcome.blocked.get(culprit, culprit)
-                    schedule.drop(job)
-                    continue
-                new = schedule.build(job)
-                self.console.replanned(job, new)
-                for step, state in schedule.states(new, pending=[*waiting, *running]).items():
-                    if state.done:
-                        self.console.step_skipped(step, "done")
-                        outcome.skipped.append(step)
-                    else:
-                        waiting.append(step)
-                grown = True
-            return grown
-
-        def start_ready():
-            nonlocal free_cpus
-            # trainings first: they are the long steps, and the short ones fill the gaps
-            for step in sorted(waiting, key=lambda s: not s.in_place):
-                culprit = failed_upstream(step)
-                if culprit is not None and not step.policy.after_failures:
-                    waiting.remove(step)
-                    outcome.blocked[step] = outcome.blocked.get(culprit, culprit)
-                    continue
-                cpus = min(step.resources.cpus, self.threads)
-                if any(u in waiting or u in running for u in schedule.upstream[step]) or cpus > free_cpus:
-                    continue
-                open_gpus = [g for g in range(self.gpus)
-                             if self.jobs_per_gpu is None or gpu_load[g] < self.jobs_per_gpu]
-                if step.resources.gpus and self.gpus and not open_gpus:
-                    continue
-                waiting.remove(step)
-                state = step_state(step, scope=producer_scope(schedule.steps))  # its inputs are final now
-                if state.refusal:
-                    raise StepError(state.refusal)
-                if state.done:
-                    self.console.step_skipped(step, "done: its inputs came out the same")
-                    outcome.skipped.append(step)
-                    continue
-                gpu = None
-                if step.resources.gpus and self.gpus:
-                    gpu = min(open_gpus, key=lambda g: gpu_load[g])
-                    gpu_load[gpu] += 1
-                free_cpus -= cpus
-                runner = RunningStep(step, self.console.step_line, self._env(step, gpu), producer_scope(schedule.steps))
-                self.console.step_started(step, state.reason)
-                thread = threading.Thread(target=_run_and_report, args=(runner, finished), daemon=True)
-                running[step] = (runner, thread, gpu)
-                thread.start()
-
-        try:
-            while True:
-                start_ready()
-                if not running:
-                    if build_laters():
-                        continue
-                    break
-                runner, error = _next_finished(finished, stopping)
-                step = runner.step
-                _, thread, gpu = running.pop(step)
-                thread.join()
-                free_cpus += min(step.resources.cpus, self.threads)
-                if gpu is not None:
-                    gpu_load[gpu] -= 1
-                if error is None:
-                    self.console.step_done(step, runner.seconds)
-                    outcome.ran.append(step)
-                elif isinstance(error, StepFailed):
-                    outcome.failed[step] = str(error)
-                    self.console.step_failed(step, str(error))
-                    if not graph.keep_going:
-                        raise StepError(str(error))
-                else:
-                    raise error
-                build_laters()
-        except BaseException as error:
-            if isinstance(error, TimeLimit):
-                error.steps = list(running)
-            _stop_all([(runner, thread) for runner, thread, _ in running.values()])
-            raise
-        finally:
-            _restore_stop_handlers(stopping)
-        if waiting:
-            raise StepError("internal: steps wait for nothing that runs: " + ", ".join(s.name for s in waiting))
-        return outcome
+        return _LocalRun(self, graph, planned).run()
 
     def _env(self, step: Step, gpu: Optional[int]) -> Dict[str, str]:
         env = {**os.environ, **step.resources.env}
@@ -185,6 +74,135 @@ class LocalRunner:
             ids = visible.split(",") if visible else [str(g) for g in range(self.gpus)]
             env["CUDA_VISIBLE_DEVICES"] = ids[gpu % len(ids)]
         return env
+
+
+class _LocalRun:
+    """One run of a plan by a LocalRunner: the steps that wait, those that run (each on a
+    thread of its own, which reports to ``finished`` when its step ends), the cores and GPUs
+    they hold, and the outcome so far.  Later parts are built as their prerequisites finish."""
+
+    def __init__(self, runner: LocalRunner, graph: Graph, planned: Plan):
+        self.runner, self.graph, self.console = runner, graph, runner.console
+        self.schedule = planned.schedule()
+        self.outcome = Outcome()
+        self.waiting: List[Step] = []
+        self.finished: "queue.Queue[Tuple[RunningStep, Optional[BaseException]]]" = queue.Queue()
+        self.running: Dict[Step, Tuple[RunningStep, threading.Thread, Optional[int]]] = {}
+        self.gpu_load = [0] * runner.gpus
+        self.free_cpus = runner.threads
+        self.console.plan_started(planned)
+        for step in planned.steps:
+            if planned.states[step].done:
+                self._skip(step, "done")
+            else:
+                self.waiting.append(step)
+
+    def run(self) -> Outcome:
+        stopping = _install_stop_handlers(self.runner.time_limit)
+        try:
+            while True:
+                self._start_ready()
+                if not self.running:
+                    if self._build_laters():
+                        continue
+                    break
+                self._collect(*_next_finished(self.finished, stopping))
+                self._build_laters()
+        except BaseException as error:
+            if isinstance(error, TimeLimit):
+                error.steps = list(self.running)
+            _stop_all([(runner, thread) for runner, thread, _ in self.running.values()])
+            raise
+        finally:
+            _restore_stop_handlers(stopping)
+        if self.waiting:
+            raise StepError("internal: steps wait for nothing that runs: " + ", ".join(s.name for s in self.waiting))
+        return self.outcome
+
+    def _skip(self, step: Step, why: str) -> None:
+        self.console.step_skipped(step, why)
+        self.outcome.skipped.append(step)
+
+    def _failed_upstream(self, step: Step) -> Optional[Step]:
+        outcome = self.outcome
+        return next((u for u in self.schedule.upstream[step] if u in outcome.failed or u in outcome.blocked), None)
+
+    def _build_laters(self) -> bool:
+        """Builds each later part whose prerequisites have all finished; whether any was."""
+        schedule, outcome = self.schedule, self.outcome
+        grown = False
+        for job in list(schedule.unbuilt):
+            needed = schedule.ready(job, outcome.finished)
+            if needed is None:
+                continue
+            culprit = next((s for s in needed if s in outcome.failed or s in outcome.blocked), None)
+            if culprit is not None and not job.after_any:
+                outcome.blocked_jobs[job] = outcome.blocked.get(culprit, culprit)
+                schedule.drop(job)
+                continue
+            new = schedule.build(job)
+            self.console.replanned(job, new)
+            for step, state in schedule.states(new, pending=[*self.waiting, *self.running]).items():
+                if state.done:
+                    self._skip(step, "done")
+                else:
+                    self.waiting.append(step)
+            grown = True
+        return grown
+
+    def _start_ready(self) -> None:
+        # trainings first: they are the long steps, and the short ones fill the gaps
+        for step in sorted(self.waiting, key=lambda s: not s.in_place):
+            culprit = self._failed_upstream(step)
+            if culprit is not None and not step.policy.after_failures:
+                self.waiting.remove(step)
+                self.outcome.blocked[step] = self.outcome.blocked.get(culprit, culprit)
+                continue
+            cpus = min(step.resources.cpus, self.runner.threads)
+            if any(u in self.waiting or u in self.running for u in self.schedule.upstream[step]) \
+                    or cpus > self.free_cpus:
+                continue
+            open_gpus = [g for g in range(self.runner.gpus)
+                         if self.runner.jobs_per_gpu is None or self.gpu_load[g] < self.runner.jobs_per_gpu]
+            if step.resources.gpus and self.runner.gpus and not open_gpus:
+                continue
+            self.waiting.remove(step)
+            state = step_state(step, scope=producer_scope(self.schedule.steps))  # its inputs are final now
+            if state.refusal:
+                raise StepError(state.refusal)
+            if state.done:
+                self._skip(step, "done: its inputs came out the same")
+                continue
+            gpu = None
+            if step.resources.gpus and self.runner.gpus:
+                gpu = min(open_gpus, key=lambda g: self.gpu_load[g])
+                self.gpu_load[gpu] += 1
+            self.free_cpus -= cpus
+            running = RunningStep(step, self.console.step_line, self.runner._env(step, gpu),
+                                  producer_scope(self.schedule.steps))
+            self.console.step_started(step, state.reason)
+            thread = threading.Thread(target=_run_and_report, args=(running, self.finished), daemon=True)
+            self.running[step] = (running, thread, gpu)
+            thread.start()
+
+    def _collect(self, finished: "RunningStep", error: Optional[BaseException]) -> None:
+        """A step's thread has ended: its cores and GPU are free, and its end is recorded."""
+        step = finished.step
+        _, thread, gpu = self.running.pop(step)
+        thread.join()
+        self.free_cpus += min(step.resources.cpus, self.runner.threads)
+        if gpu is not None:
+            self.gpu_load[gpu] -= 1
+        if error is None:
+            self.console.step_done(step, finished.seconds)
+            self.outcome.ran.append(step)
+        elif isinstance(error, StepFailed):
+            self.outcome.failed[step] = str(error)
+            self.console.step_failed(step, str(error))
+            if not self.graph.keep_going:
+                raise StepError(str(error))
+        else:
+            raise error
 
 
 class LocalExecutor(Executor):
