@@ -51,6 +51,9 @@
 #   --max-epochs N            epochs of the training data (default 20)
 #   --seed N                  (default 1)
 #   --keep-epoch-checkpoints N  also keep the last N per-evaluation checkpoints (default 0)
+#   --resume-with-changes     go on from SAVE_DIR/checkpoint_last.pt although it was trained
+#                             with other settings (a larger --max-update or --max-epochs,
+#                             another --lr); its architecture, positions and data must match
 #   --dry-run                 print the fairseq-train command and exit
 #   -h, --help                this help
 # Re-running resumes from SAVE_DIR/checkpoint_last.pt (an empty or truncated one is refused,
@@ -60,8 +63,8 @@
 # a finished training whose checkpoint_best.pt is gone is refused, never given checkpoint_last.pt.
 # Once training has finished (SAVE_DIR/.steps/train.json, its manifest) it does nothing if the
 # settings are the same.  A SAVE_DIR holding a checkpoint trained with other settings (another
-# --arch, --data, --lr, ...) is refused, naming what differs; delete its manifest to train on
-# with the new settings (e.g. a larger --max-epochs).  fairseq's output goes to SAVE_DIR/train.log.
+# --max-update, --lr, ...) is refused, naming what differs; --resume-with-changes goes on from
+# its checkpoint_last.pt with the new settings.  fairseq's output goes to SAVE_DIR/train.log.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/recipe.sh"
 relpos_recipe train "$@"

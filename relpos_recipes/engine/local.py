@@ -383,9 +383,9 @@ class RunningStep:
         the files its command made (by name: never a user's file beside them)."""
         step = self.step
         record = self.before
-        if not step.in_place or record is None or (
+        if not step.in_place or record is None or step.policy.on_change == "go_on" or (
                 record.identity == step.recorded_identity() and changed_input(step, record, self.scope) is None):
-            return  # nothing, or the same command's work on the same inputs, which it goes on from
+            return  # nothing, or work the step goes on from: the same command's on the same inputs, or asked to
         made = [re.compile(pattern) for pattern in step.policy.owns]
         for leftover in step.home.iterdir() if step.home.is_dir() else ():
             if any(pattern.fullmatch(leftover.name) for pattern in made):

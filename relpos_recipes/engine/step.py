@@ -76,7 +76,10 @@ REFUSAL = ("{home} holds the work of another command ({title}: {change}); use an
 class Policy:
     """What the engine does when a step's manifest records another command or other inputs."""
 
-    on_change: str = "redo"  # or "refuse": the recipe stops before any work, saying what differs
+    # "redo": the step runs afresh (an in-place step's earlier work removed first); "refuse": the
+    # recipe stops before any work, saying what differs; "go_on": an in-place step runs on from
+    # what the other command left (a training resumes with new settings, asked for by name)
+    on_change: str = "redo"
     # the refusal, formatted with {home}, {title}, {manifest} and {change} (what differs)
     refusal: str = REFUSAL
     # in-place steps: whether the leftovers of an earlier command are worth refusing over (a
@@ -90,8 +93,8 @@ class Policy:
     after_failures: bool = False
 
     def __post_init__(self):
-        if self.on_change not in ("redo", "refuse"):
-            raise ValueError(f"on_change: redo or refuse, got {self.on_change!r}")
+        if self.on_change not in ("redo", "refuse", "go_on"):
+            raise ValueError(f"on_change: redo, refuse or go_on, got {self.on_change!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,8 +23,12 @@ from .data import read_env
 from .options import Parser, absolute, fairseq_path, folder, non_negative_int, positive_int
 from relpos_analysis import fairseq_log
 
-TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, "
-                   "or delete {manifest} to train on with these (fairseq resumes from checkpoint_last.pt)")
+# a recipe's training, and train.sh's (which can go on from the other settings' checkpoint)
+TRAINED_REFUSAL = ("{home} holds a model trained with other settings ({change}); train in another folder, "
+                   "or move its checkpoints away to train afresh there")
+TRAIN_SH_REFUSAL = ("{home} holds a model trained with other settings ({change}); use another --save-dir, or "
+                    "--resume-with-changes to go on from its checkpoint_last.pt with these (a larger --max-update "
+                    "or --max-epochs, another --lr)")
 PRECISIONS = ("auto", "fp32", "fp16", "amp")
 # how fairseq-train's and fairseq-generate's lines say how far they got, for the console's progress lines
 FAIRSEQ_PROGRESS = ProgressFormat(updates=fairseq_log.UPDATES, loss=fairseq_log.TRAIN_LOSS,
@@ -53,6 +57,7 @@ class Training:
     keep: int = 0
     extra: Sequence[str] = ()
     dry_run: bool = False
+    resume_with_changes: bool = False  # train.sh's --resume-with-changes
     # the data's training shards, where the data is not there yet to count them (a graph
     # declared before its preparation ran); None: counted
     n_shards: Optional[int] = None
@@ -109,8 +114,8 @@ class Training:
             "--log-interval", "100", *device, *self.extra)]
 
     def step(self, gpus: int, *, root: Optional[Path] = None, label: str = "", on_change: str = "refuse",
-             identity_extra: Sequence[str] = (), tasks: int = 1, srun: bool = False, cpus: int = 1,
-             follows: Sequence[Path] = ()) -> Step:
+             refusal: str = TRAINED_REFUSAL, identity_extra: Sequence[str] = (), tasks: int = 1, srun: bool = False,
+             cpus: int = 1, follows: Sequence[Path] = ()) -> Step:
         """The training step.  With ``srun`` it starts its ``tasks`` processes itself (a
         recipe's job on several GPUs or nodes); without, it is rank 0 of a train.sh that srun
         started.  Either way the model is the same: only its settings identify it.
@@ -124,7 +129,7 @@ class Training:
                     # its log too: what the leaderboard's choice reads of it (its dev losses)
                     in_place_outputs=[save / "checkpoint_best.pt", save / "checkpoint_last.pt", save / "train.log"],
                     identity=self.settings(), identity_extra=identity_extra,
-                    policy=Policy(on_change=on_change, refusal=TRAINED_REFUSAL,
+                    policy=Policy(on_change=on_change, refusal=refusal,
                                   keeps_state=lambda: save.is_dir() and any(
                                       any(m.fullmatch(p.name) for m in made) for p in save.iterdir()),
                                   owns=(*FAIRSEQ_CHECKPOINTS, "train\\.log")),
@@ -217,6 +222,7 @@ def train_parser() -> Parser:
     parser.add_argument("--max-epochs", type=positive_int, default=20)
     parser.add_argument("--seed", default="1")
     parser.add_argument("--keep-epoch-checkpoints", type=non_negative_int, default=0)
+    parser.add_argument("--resume-with-changes", action="store_true")
     parser.add_argument("--dry-run", action="store_true")
     return parser
 
@@ -233,8 +239,7 @@ def train_options(argv: Sequence[str], **given) -> Training:
                   lr_patience=args.lr_patience, patience=args.patience, max_epochs=args.max_epochs,
                   seed=args.seed, keep=args.keep_epoch_checkpoints, extra=extra)
     fields.update(given)
-    training = Training(**fields)
-    training.dry_run = args.dry_run
+    training = Training(**fields, dry_run=args.dry_run, resume_with_changes=args.resume_with_changes)
     training.check()
     return training
 
@@ -255,7 +260,8 @@ def train_main(argv: Sequence[str]) -> int:
     tasks, rank = srun_tasks()
     if tasks > 1:  # one of srun's tasks: one GPU each (or the CPU), one model
         gpus = min(gpus, 1)
-    step = training.step(gpus, tasks=tasks)
+    step = training.step(gpus, tasks=tasks, refusal=TRAIN_SH_REFUSAL,
+                         on_change="go_on" if training.resume_with_changes else "refuse")
     if rank > 0:  # only rank 0 keeps the manifest, train.log and the lock
         return subprocess.run(step.argv(), env={**os.environ, **step.resources.env}).returncode
     run(Graph([Job("train", [step])], roots=[training.save]),

@@ -526,6 +526,30 @@ def test_a_training_stopped_by_its_patience_is_not_trained_further(toy, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy")
+def test_a_longer_training_goes_on_from_its_checkpoint_when_asked_by_name(toy, tmp_path):
+    """A larger --max-update over a finished training is refused, saying how to go on; with
+    --resume-with-changes fairseq resumes from checkpoint_last.pt (its checkpoints are not
+    removed first) and the folder is done under the new settings.  Without its manifest the
+    folder is no run's of train.sh, and is refused as such."""
+    save = tmp_path / "longer"
+    shutil.copytree(toy["save"], save)
+    train = [str(arg) if arg != toy["save"] else str(save) for arg in toy["train"]]
+    train[train.index("--max-update") + 1] = "20"
+    refused = run(train, check=False)
+    assert refused.returncode != 0 and "(--max-update 12, now 20)" in refused.stderr
+    assert "--resume-with-changes to go on from its checkpoint_last.pt" in refused.stderr
+    run(train + ["--resume-with-changes"])
+    log = (save / "train.log").read_text()
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 12 updates\)", log)
+    assert "num_updates 20" in log
+    assert "skip  train transformer_abs (done)" in run(train).stderr
+    (save / ".steps" / "train.json").unlink()
+    foreign = run(train, check=False)
+    assert foreign.returncode != 0 and "that no run of this recipe made" in foreign.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("toy")
 def test_a_typo_in_the_arch_does_not_block_the_corrected_command(toy, tmp_path):
     """After a training that failed on a typo, the corrected command is planned to run, not refused."""
     save = tmp_path / "typo"
