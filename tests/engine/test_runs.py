@@ -243,7 +243,7 @@ def test_a_later_part_of_a_failed_job_is_not_built_and_says_why(tmp_path):
 
 
 def test_a_policy_refuses_an_unknown_change_rule():
-    with pytest.raises(ValueError, match="on_change: redo or refuse"):
+    with pytest.raises(ValueError, match="on_change: redo, refuse or go_on"):
         Policy(on_change="ignore")
 
 
