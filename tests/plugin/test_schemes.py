@@ -690,6 +690,8 @@ def test_kerple_bias_stays_finite_in_float16():
     bias = scheme.logit_bias(q, q, span_of(0, 40, causal=False))
     assert bias.dtype == torch.float16 and torch.isfinite(bias).all()
     assert float(bias.min()) == -2 ** 15 and float(bias[0, 0, 0, 1]) == -100.0
+    # the edge: 100·18² = 32400 is kept, 100·19² = 36100 is clamped
+    assert float(bias[0, 0, 0, 18]) == -32400.0 and float(bias[0, 0, 0, 19]) == -2 ** 15
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["encoder", "decoder"])
