@@ -67,7 +67,8 @@ class LocalRunner:
         planned.check_not_running()
         return _LocalRun(self, graph, planned).run()
 
-    def _env(self, step: Step, gpu: Optional[int]) -> Dict[str, str]:
+    def step_env(self, step: Step, gpu: Optional[int]) -> Dict[str, str]:
+        """The environment a step runs in here: its own variables, and its GPU (None: none)."""
         env = {**os.environ, **step.resources.env}
         if gpu is not None:
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -178,7 +179,7 @@ class _LocalRun:
                 gpu = min(open_gpus, key=lambda g: self.gpu_load[g])
                 self.gpu_load[gpu] += 1
             self.free_cpus -= cpus
-            running = RunningStep(step, self.console.step_line, self.runner._env(step, gpu),
+            running = RunningStep(step, self.console.step_line, self.runner.step_env(step, gpu),
                                   producer_scope(self.schedule.steps))
             self.console.step_started(step, state.reason)
             thread = threading.Thread(target=_run_and_report, args=(running, self.finished), daemon=True)
