@@ -12,25 +12,29 @@ import pytest
 
 from fairseq_relpos import ARCHITECTURES
 
-from conftest import BIN_DIR, TINY_TRAIN_ARGS, fairseq
+from conftest import BIN_DIR, TINY_TRAIN_ARGS, fairseq, fairseq_in_process
 
 pytestmark = pytest.mark.slow
 
 LONG_TEST_SUBSET = "test1"  # the second --testpref of the reversal corpus: 36-40 tokens
 
 
+def train_args(data_bin, save_dir, arch, *extra, epochs=1):
+    return [data_bin, "--user-dir", "fairseq_relpos", "--arch", arch, *TINY_TRAIN_ARGS, "--max-epoch", epochs,
+            "--save-dir", save_dir, "--cpu", *extra]
+
+
+def generate_args(data_bin, checkpoint, subset="test", *extra):
+    return [data_bin, "--user-dir", "fairseq_relpos", "--path", checkpoint, "--gen-subset", subset, "--beam", 4,
+            "--batch-size", 16, "--num-workers", 0, "--cpu", *extra]
+
+
 def train(data_bin, save_dir, arch, *extra, epochs=1, cwd=None):
-    return fairseq(
-        "fairseq-train", data_bin, "--user-dir", "fairseq_relpos", "--arch", arch,
-        *TINY_TRAIN_ARGS, "--max-epoch", epochs, "--save-dir", save_dir, "--cpu", *extra, cwd=cwd,
-    )
+    return fairseq("fairseq-train", *train_args(data_bin, save_dir, arch, *extra, epochs=epochs), cwd=cwd)
 
 
 def generate(data_bin, checkpoint, subset="test", *extra, check=True):
-    return fairseq(
-        "fairseq-generate", data_bin, "--user-dir", "fairseq_relpos", "--path", checkpoint,
-        "--gen-subset", subset, "--beam", 4, "--batch-size", 16, "--cpu", *extra, check=check,
-    )
+    return fairseq("fairseq-generate", *generate_args(data_bin, checkpoint, subset, *extra), check=check)
 
 
 def hypotheses(generate_output):
@@ -45,23 +49,28 @@ RESUMED = {"transformer_abs_learned", "transformer_rel", "transformer_t5", "tran
 
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
 def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
+    """fairseq-train, fairseq-generate and fairseq-train again, in this process through the
+    functions their console scripts call (the commands themselves start in the other tests
+    of this module, in tests/plugin/test_oracle_length.py and in every recipe)."""
     # run from a directory without the plugin: --user-dir resolves the installed package
-    trained = train(reversal_data_bin, tmp_path / "ckpt", arch, cwd=tmp_path)
-    assert "relpos_transformer: encoder" in trained.stderr + trained.stdout
+    trained = fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", arch),
+                                 cwd=tmp_path)
+    assert "relpos_transformer: encoder" in trained
     assert (tmp_path / "ckpt/checkpoint_last.pt").exists()
 
     # sources three times longer than any training sentence
-    long = generate(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt", LONG_TEST_SUBSET)
-    assert len(hypotheses(long.stdout)) == 6
-    assert f"Generate {LONG_TEST_SUBSET} with beam=4" in long.stdout
+    long = fairseq_in_process("fairseq-generate", *generate_args(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt",
+                                                                 LONG_TEST_SUBSET), cwd=tmp_path)
+    assert len(hypotheses(long)) == 6
+    assert f"Generate {LONG_TEST_SUBSET} with beam=4" in long
 
     if arch not in RESUMED:
         return
-    resumed = train(reversal_data_bin, tmp_path / "ckpt", arch, epochs=2, cwd=tmp_path)
-    log = resumed.stderr + resumed.stdout
+    resumed = fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", arch, epochs=2),
+                                 cwd=tmp_path)
     # fairseq names the epoch it resumes into
-    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 2 @ [1-9]\d* updates\)", log)
-    assert "end of epoch 2" in log and "end of epoch 1" not in log
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 2 @ [1-9]\d* updates\)", resumed)
+    assert "end of epoch 2" in resumed and "end of epoch 1" not in resumed
 
 
 def test_learned_positions_refuse_long_sources_clearly(reversal_data_bin, tmp_path):
