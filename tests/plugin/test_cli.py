@@ -1,7 +1,9 @@
-"""End to end through the stock fairseq commands (every architecture):
-preprocess a tiny corpus, train one short epoch, reload, generate with beam 4 on sources
-three times longer than any training sentence; resume training (one architecture per kind
-of position parameters: resuming is fairseq's checkpoint code, the same for all)."""
+"""End to end through the stock fairseq commands (every architecture): preprocess a tiny
+corpus, train one short epoch, reload, generate with beam 4 on sources three times longer than
+any training sentence; resume training (one architecture per kind of position parameters:
+resuming is fairseq's checkpoint code, the same for all).  Per architecture in this process,
+through the functions the console scripts call; the console scripts themselves for
+fairseq-interactive, the hub, DDP under torchrun, the refusals and the overrides."""
 import os
 import re
 import shutil

@@ -15,7 +15,7 @@ import zipfile
 import pytest
 
 from conftest import shared_path
-from recipe_graphs import recipe_graph
+from recipe_graphs import recipe_graph, words
 from relpos_recipes.engine.plan import plan
 from relpos_recipes.tools import tatoeba
 from test_pipelines import SCRIPTS, lines, run
@@ -169,30 +169,32 @@ def test_smoke_recipe_end_to_end_on_a_slice_of_the_real_export(tmp_path, monkeyp
     assert not again.pending() and not again.unbuilt
 
 
-@pytest.mark.slow
-def test_smoke_leaderboard_on_tatoeba_tunes_each_scheme_and_ranks_without_the_synthetic_threshold(tmp_path):
-    """SMOKE=1 leaderboard.sh --data tatoeba: the protocol on the slice of the real export, its
-    buckets at multiples of the limit of 16 tokens; every rate's dev loss chosen from, boards
-    for the three test sets, no scheme set apart by the synthetic pair's 95-BLEU line."""
-    export = shared_path(*EXPORT)
+def test_the_leaderboard_on_tatoeba_grids_each_scheme_and_buckets_at_multiples_of_its_limit(tmp_path, monkeypatch):
+    """leaderboard.sh --data tatoeba (SMOKE=1), planned in-process: the Tatoeba data's steps,
+    every rate of the grid per scheme, and boards for the three test sets whose buckets lie at
+    multiples of the limit of 16 tokens, no scheme set apart by the synthetic pair's 95-BLEU
+    line.  (The protocol itself, choosing by dev loss and ranking, runs end to end in
+    tests/recipes/test_demo.py and on SLURM in tests/cluster/test_slurm_runner.py; the
+    Tatoeba data end to end in the test above.)"""
+    monkeypatch.setenv("SMOKE", "1")
+    monkeypatch.setenv("SMOKE_DATA", str(shared_path(*EXPORT)))
     systems = ["transformer_abs", "transformer_rel"]
     out = tmp_path / "board"
-    run(["bash", SCRIPTS / "leaderboard.sh", "--data", "tatoeba", "--systems", ",".join(systems), "--seeds", "1",
-         "--lr-grid", "1e-3,3e-3", "--validate-every", "8", "--out-dir", out],
-        env={"SMOKE": "1", "SMOKE_DATA": str(export)})
-    tuning = json.loads((out / "leaderboard" / "tuning.json").read_text())["schemes"]
+    graph = recipe_graph(monkeypatch, "leaderboard", "--data", "tatoeba", "--systems", ",".join(systems),
+                         "--seeds", "1", "--lr-grid", "1e-3,3e-3", "--validate-every", "8", "--out-dir", out)
+    prepared = [step.name for step in graph.job("prepare").steps]
+    assert prepared[0] == "split" and "bin.len16" in prepared
     for arch in systems:
-        grid = tuning[arch]["grid"]
-        assert set(grid) == {"1e-3", "3e-3"} and all(point["dev_loss"] for point in grid.values())
-        assert tuning[arch]["chosen"] == min(grid, key=lambda lr: grid[lr]["dev_loss"])
-    for test_set, edges in (("test", ["G0:16", "G17:24", "G25:32", "G33:48", "G49:∞"]),
-                            ("concat_seq", ["G0:16", "G17:32", "G33:48", "G49:64", "G65:∞"])):
-        board = json.loads((out / "leaderboard" / test_set / "board.json").read_text())
-        assert board["learned_threshold"] in (0, None)
-        assert {r["system"] for r in board["records"] if r["rank"]} == set(systems)
-        buckets = {r["bucket"] for r in board["records"] if r["set"] not in ("within", "beyond")}
-        assert buckets <= {*edges, "all"} and "G0:16" in buckets
-    assert (out / "leaderboard" / "concat3_seq" / "board.md").stat().st_size > 0
+        for lr in ("1e-3", "3e-3"):
+            (train,) = graph.job(f"{arch}-lr{lr}").steps
+            assert f"--arch {arch} " in words(train) and f"--lr {lr} " in words(train)
+            assert "--validate-interval-updates 8 " in words(train)
+    # the boards' part, built before any choice: every scheme failed, every board still made
+    boards = {step.home.name: words(step) for step in graph.job("boards").later.build()}
+    assert set(boards) == {"test", "concat_seq", "concat3_seq"}
+    for test_set, edges in (("test", "16,24,32,48"), ("concat_seq", "16,32,48,64"), ("concat3_seq", "16,32,48,64")):
+        assert f"--train-limit 16 --edges {edges} " in boards[test_set]
+        assert "--learned-threshold 0 " in boards[test_set]
 
 
 def test_download_keeps_only_a_whole_zip_and_prints_its_sha256(tmp_path, capsys):
