@@ -207,7 +207,9 @@ def fairseq_in_process(command, *args, cwd=None):
     main = importlib.import_module(f"fairseq_cli.{command.removeprefix('fairseq-')}").cli_main
     out = io.StringIO()
     handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
+    # fairseq_cli's own format (its logging.basicConfig)
+    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                                           datefmt="%Y-%m-%d %H:%M:%S"))
     root = logging.getLogger()
     level = root.level
     previous_argv, previous_cwd = sys.argv, os.getcwd()

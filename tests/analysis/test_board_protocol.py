@@ -12,7 +12,7 @@ from sacrebleu.metrics import BLEU
 
 from relpos_analysis import bootstrap, leaderboard
 from relpos_analysis.leaderboard_model import training_info
-from conftest import REPO_ROOT, TINY_TRAIN_ARGS, fairseq
+from conftest import REPO_ROOT, TINY_TRAIN_ARGS, fairseq_in_process
 from test_leaderboard import LIMIT, corpus, degraded, write
 
 # (error within the limit, error beyond it), two seeds each: abs and rel learned the task;
@@ -55,11 +55,11 @@ def outputs(tmp_path):
 
 # --- the training logs -----------------------------------------------------------------
 def train(data_bin, save_dir, log, *extra):
-    result = fairseq("fairseq-train", data_bin, "--user-dir", REPO_ROOT / "fairseq_relpos",
-                     "--arch", "transformer_rel", *TINY_TRAIN_ARGS, "--save-dir", save_dir, "--cpu",
-                     *extra)
+    """fairseq-train's log, as the command writes it (in this process: conftest.fairseq_in_process)."""
+    said = fairseq_in_process("fairseq-train", data_bin, "--user-dir", REPO_ROOT / "fairseq_relpos",
+                              "--arch", "transformer_rel", *TINY_TRAIN_ARGS, "--save-dir", save_dir, "--cpu", *extra)
     with open(log, "a") as f:  # as the recipes keep train.log: appended when resumed
-        f.write(result.stdout + result.stderr)
+        f.write(said)
 
 
 @pytest.mark.slow
