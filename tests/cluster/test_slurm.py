@@ -38,9 +38,9 @@ def table3(slurm, tmp_path_factory, request):
     data = shared_path("data", "wmt-newstest")
     root = tmp_path_factory.mktemp("slurm")
     roots = ["--work-root", root / "work", "--runs-root", root / "runs"]
-    # long enough trainings (checkpoints every 20 updates) to requeue one half-way
+    # long enough trainings (checkpoints every 10 updates) to requeue one half-way
     env = {"SLURM_CONF": slurm, "SMOKE": "1", "SMOKE_DATA": str(data),
-           "TRAIN_EXTRA_ARGS": "--max-update 100 --save-interval-updates 20"}
+           "TRAIN_EXTRA_ARGS": "--max-update 40 --save-interval-updates 10"}
     submitted = slurm_run(*roots, env=env)
     runs = root / "runs" / "smoke"
     jobs = json.loads((runs / "slurm" / "jobs.json").read_text())
@@ -104,7 +104,7 @@ def test_a_requeued_training_resumes_from_its_checkpoint(table3):
     log = (table3["requeued"] / "train.log").read_text()
     assert "No existing checkpoint found" in log  # the first start
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ [1-9]\d* updates\)", log)
-    assert "num_updates 100" in log
+    assert "num_updates 40" in log
     assert re.search(r"job \d+ de-en-transformer_abs-len100: COMPLETED, restarted 1x", table3["waited"].stderr)
 
 

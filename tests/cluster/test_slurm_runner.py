@@ -24,10 +24,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
-# two schemes, two rates: after 100 updates 1e-2 reaches a lower dev loss than 1e-3, so a
+# two schemes, two rates: after 50 updates 1e-2 reaches a lower dev loss than 1e-3, so a
 # scheme's choice is not the grid's first rate; two seeds
 BOARD = ["--quick", "--systems", "transformer_abs,transformer_rel", "--lr-grid", "1e-3,1e-2", "--seeds", "2",
-         "--train-limit", "20", "--updates", "100", "--validate-every", "25", "--patience", "2"]
+         "--train-limit", "20", "--updates", "50", "--validate-every", "25", "--patience", "2"]
 ON_SLURM = ["--launcher", "slurm", "--slurm-gpus-per-job", "0"]
 
 
