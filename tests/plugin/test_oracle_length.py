@@ -9,7 +9,7 @@ from fairseq_relpos import ARCHITECTURES
 from fairseq_relpos.oracle_length import OracleLengthGenerator, reference_lengths, with_oracle_length
 from relpos_analysis.io import fairseq_log_probs
 
-from conftest import TINY_TRAIN_ARGS, build_tiny_model, fairseq, tiny_dictionary
+from conftest import TINY_TRAIN_ARGS, build_tiny_model, fairseq, fairseq_in_process, tiny_dictionary
 from test_model_invariants import random_tokens
 
 ARCHS = sorted(ARCHITECTURES)
@@ -101,14 +101,17 @@ def test_lengths_are_refused_clearly(dictionary):
 def test_fairseq_generate_and_the_hub(reversal_data_bin, tmp_path):
     """One real fairseq-generate run with --task relpos_translation --oracle-length: every
     hypothesis has its reference's length; without --oracle-length the task decodes as
-    translation does; the hub's oracle lengths likewise."""
-    fairseq("fairseq-train", reversal_data_bin, "--user-dir", "fairseq_relpos", "--arch", "transformer_rel",
-            *TINY_TRAIN_ARGS, "--max-update", 30, "--save-dir", tmp_path, "--cpu")
+    translation does (both in this process, through fairseq-generate's cli_main); the hub's
+    oracle lengths likewise."""
+    fairseq_in_process("fairseq-train", reversal_data_bin, "--user-dir", "fairseq_relpos", "--arch", "transformer_rel",
+                       *TINY_TRAIN_ARGS, "--max-update", 30, "--save-dir", tmp_path, "--cpu")
     common = [reversal_data_bin, "--user-dir", "fairseq_relpos", "--path", tmp_path / "checkpoint_last.pt",
               "--beam", 4, "--batch-size", 16, "--cpu", "--task", "relpos_translation"]
     oracle = fairseq("fairseq-generate", *common, "--oracle-length").stdout
-    free = fairseq("fairseq-generate", *common).stdout
-    stock = fairseq("fairseq-generate", *[a if a != "relpos_translation" else "translation" for a in common]).stdout
+    # a data-loader worker forked from this process takes 5 s to shut down
+    free = fairseq_in_process("fairseq-generate", *common, "--num-workers", 0)
+    stock = fairseq_in_process("fairseq-generate", *[a if a != "relpos_translation" else "translation" for a in common],
+                               "--num-workers", 0)
 
     def column(output, tag):
         lines = [line.split("\t") for line in output.splitlines() if line.startswith(f"{tag}-")]
