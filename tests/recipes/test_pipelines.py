@@ -66,6 +66,7 @@ def deen(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("deen")  # one worker: the preparation is made once
 def test_deen_preparation_end_to_end(deen):
     work = deen["work"]
     raw_total = len(STANDIN_DEEN) * STANDIN_LINES
@@ -102,6 +103,7 @@ def test_deen_preparation_end_to_end(deen):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("deen")  # one worker: the preparation is made once
 def test_deen_rerun_skips_and_refuses_other_settings(deen):
     proc = run(deen["cmd"])
     assert "skip  binarize len75 (done)" in proc.stderr and "start " not in proc.stderr
@@ -120,6 +122,7 @@ def deen_testsets(deen):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("deen")  # one worker: the preparation is made once
 def test_newstest_all_and_concat_seq_on_real_data(deen_testsets):
     ts = deen_testsets
     first = {lang: lines(DEEN / f"newstest2008.{lang}") for lang in ("de", "en")}
