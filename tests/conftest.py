@@ -198,7 +198,9 @@ def fairseq_in_process(command, *args, cwd=None):
     """Runs a stock fairseq command in this process, through the function its console script
     calls (``fairseq_cli.train.cli_main`` for fairseq-train, as fairseq's own tests do): the
     same code as the command, without its 4 s of imports.  Returns what it printed and
-    logged (at INFO, fairseq's default), as one text; an error is raised here."""
+    logged (at INFO, fairseq's default), as one text; an error is raised here.  Data loading
+    stays in this process unless ``args`` say otherwise: a loader worker forked from the test
+    process takes 5 s to shut down."""
     import contextlib
     import importlib
     import io
@@ -212,20 +214,17 @@ def fairseq_in_process(command, *args, cwd=None):
                                            datefmt="%Y-%m-%d %H:%M:%S"))
     root = logging.getLogger()
     level = root.level
-    previous_argv, previous_cwd = sys.argv, os.getcwd()
-    sys.argv = [command, *map(str, args)]
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    try:
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        patch.setattr(sys, "argv", [command, "--num-workers", "0", *map(str, args)])  # a later one wins
         if cwd:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(out):
+            patch.chdir(cwd)
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)  # setLevel, not the attribute: loggers cache their levels
+        try:
             main()
-    finally:
-        os.chdir(previous_cwd)
-        sys.argv = previous_argv
-        root.removeHandler(handler)
-        root.setLevel(level)
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
     return out.getvalue()
 
 

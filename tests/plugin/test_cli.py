@@ -28,7 +28,7 @@ def train_args(data_bin, save_dir, arch, *extra, epochs=1):
 
 def generate_args(data_bin, checkpoint, subset="test", *extra):
     return [data_bin, "--user-dir", "fairseq_relpos", "--path", checkpoint, "--gen-subset", subset, "--beam", 4,
-            "--batch-size", 16, "--num-workers", 0, "--cpu", *extra]
+            "--batch-size", 16, "--cpu", *extra]
 
 
 def train(data_bin, save_dir, arch, *extra, epochs=1, cwd=None):

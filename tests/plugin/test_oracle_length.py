@@ -108,10 +108,8 @@ def test_fairseq_generate_and_the_hub(reversal_data_bin, tmp_path):
     common = [reversal_data_bin, "--user-dir", "fairseq_relpos", "--path", tmp_path / "checkpoint_last.pt",
               "--beam", 4, "--batch-size", 16, "--cpu", "--task", "relpos_translation"]
     oracle = fairseq("fairseq-generate", *common, "--oracle-length").stdout
-    # a data-loader worker forked from this process takes 5 s to shut down
-    free = fairseq_in_process("fairseq-generate", *common, "--num-workers", 0)
-    stock = fairseq_in_process("fairseq-generate", *[a if a != "relpos_translation" else "translation" for a in common],
-                               "--num-workers", 0)
+    free = fairseq_in_process("fairseq-generate", *common)
+    stock = fairseq_in_process("fairseq-generate", *[a if a != "relpos_translation" else "translation" for a in common])
 
     def column(output, tag):
         lines = [line.split("\t") for line in output.splitlines() if line.startswith(f"{tag}-")]
