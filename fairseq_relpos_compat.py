@@ -438,6 +438,85 @@ def _fix_fp16_on_cpu(module):
     module.main = main_refusing_fp16_on_cpu
 
 
+# --- 14. config_compose -----------------------------------------------------------------
+# Every fairseq command turns its arguments into its configuration by composing it with
+# Hydra (fairseq.dataclass.utils.convert_namespace_to_omegaconf: about 250 overrides, one
+# per option), and Hydra 1.0 with omegaconf 2.0 spends about 3 s of CPU on it, in deep copies
+# of the whole configuration (and of Hydra's own) at every merge: as long as a small model's
+# training.  The same composition is made here in one pass: FairseqConfig, the option of
+# each config group that config.yaml's defaults and the overrides choose (the structured
+# configs fairseq's registries put in Hydra's ConfigStore), then the value overrides, each
+# parsed by Hydra's own override grammar and set by OmegaConf.update as Hydra sets it.
+# Anything else Hydra can express (a config file, sweeps, +/~ overrides, packages) goes to
+# Hydra's compose.
+def _config_defaults(config_dir):
+    """{group: option} of config.yaml's defaults list (fairseq's primary config)."""
+    import yaml
+
+    with open(os.path.join(config_dir, "config.yaml")) as f:
+        defaults = yaml.safe_load(f).get("defaults", [])
+    return {group: option for entry in defaults if isinstance(entry, dict) for group, option in entry.items()}
+
+
+def _compose_in_one_pass(hydra_compose, config_dir, config_name=None, overrides=(), strict=None,
+                         return_hydra_config=False):
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.object_type import ObjectType
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import ConfigCompositionException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    from fairseq.dataclass.configs import FairseqConfig
+
+    def by_hydra():
+        return hydra_compose(config_name, overrides=list(overrides), strict=strict,
+                             return_hydra_config=return_hydra_config)
+
+    parsed = OverridesParser.create().parse_overrides(overrides=list(overrides))
+    if config_name != "config" or strict is None or return_hydra_config or any(
+            o.is_sweep_override() or o.is_add() or o.is_delete() or o.pkg1 is not None for o in parsed):
+        return by_hydra()
+    choices = _config_defaults(config_dir)
+    values = []
+    for override in parsed:
+        if "." in override.key_or_group:
+            values.append(override)
+        elif override.key_or_group in choices:
+            choices[override.key_or_group] = override.value()
+        else:
+            return by_hydra()
+    store = ConfigStore.instance()
+    options = {}
+    for group, option in choices.items():
+        if option is None:
+            continue
+        if not isinstance(option, str) or os.path.exists(os.path.join(config_dir, group, f"{option}.yaml")):
+            return by_hydra()
+        if store.get_type(f"{group}/{option}.yaml") is not ObjectType.CONFIG:
+            return by_hydra()
+        options[group] = store.load(f"{group}/{option}.yaml").node
+    cfg = OmegaConf.structured(FairseqConfig)
+    for group, node in options.items():
+        cfg.merge_with({group: node})
+    OmegaConf.set_struct(cfg, strict)
+    for override in values:  # refused in Hydra's words
+        try:
+            OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
+        except (ConfigAttributeError, ConfigKeyError) as error:
+            raise ConfigCompositionException(
+                f"Could not override '{override.key_or_group}'.\nTo append to your config use +{override.input_line}"
+            ) from error
+        except OmegaConfBaseException as error:
+            raise ConfigCompositionException(f"Error merging override {override.input_line}") from error
+    return cfg
+
+
+def _fix_config_compose(module):
+    config_dir = os.path.join(os.path.dirname(module.__file__), "..", "config")
+    module.compose = functools.partial(_compose_in_one_pass, module.compose, config_dir)
+
+
 # fix name -> (module it patches when imported, patch); dataclass_hash runs at start-up.
 FIXES = {
     "checkpoint_load": [
@@ -463,6 +542,7 @@ FIXES = {
     "typing_io": [("typing", _fix_typing_io)],
     "unknown_model_message": [("fairseq.models", _fix_unknown_model_message)],
     "fp16_on_cpu": [("fairseq_cli.train", _fix_fp16_on_cpu)],
+    "config_compose": [("fairseq.dataclass.utils", _fix_config_compose)],
 }
 
 

@@ -1,6 +1,8 @@
 """The start-up fixes: active in a fresh interpreter, each one switchable off by its variable."""
+import importlib.util
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +175,54 @@ def test_fp16_on_the_cpu_is_refused_by_name_before_any_work(tmp_path):
             in result.stderr.splitlines()[-1]), result.stderr[-2000:]
     result = python(FP16_TRAINING, tmp_path / "no data", "--fp16", FAIRSEQ_RELPOS_COMPAT_FP16_ON_CPU="0")
     assert result.returncode != 0 and "trains on CUDA devices only" not in result.stderr
+
+
+# Command lines whose configuration the one-pass composition (CONFIG_COMPOSE) must give
+# exactly as Hydra does: this plugin's task and architectures with every option group our
+# recipes set, a fairseq model with a dataclass of its own, generation with a BPE, a tokenizer
+# and a scorer, a path holding a quote, a comma and "=", and one Hydra refuses (the Moses
+# tokenizer without languages: a fairseq bug, which must stay the same refusal).
+COMPOSED_COMMANDS = [
+    ("training", ["DATA", "--user-dir", "fairseq_relpos", "--task", "relpos_translation", "--arch", "transformer_xl",
+                  "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "5e-4", "--lr-scheduler", "inverse_sqrt",
+                  "--warmup-updates", "400", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+                  "--max-tokens", "4096", "--update-freq", "2", "--eval-bleu", "--eval-bleu-args", '{"beam": 4}',
+                  "--save-dir", "runs/it's a,b=c", "--seed", "3", "--max-update", "100"]),
+    ("training", ["DATA", "--task", "language_modeling", "--arch", "transformer_lm_gpt", "--optimizer", "sgd",
+                  "--lr", "0.25,0.1", "--lr-scheduler", "cosine", "--max-tokens", "512"]),
+    ("generation", ["DATA", "--path", "model.pt", "--beam", "4", "--bpe", "sentencepiece", "--sentencepiece-model",
+                    "spm.model", "--tokenizer", "moses", "-s", "de", "-t", "en", "--scoring", "sacrebleu"]),
+    ("generation", ["DATA", "--path", "model.pt", "--tokenizer", "moses"]),
+]
+
+
+def _compose_check():
+    """scripts/compose-check.py as a module: its comparison of two compositions."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "compose-check.py"
+    spec = importlib.util.spec_from_file_location("compose_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("parser_name, argv", COMPOSED_COMMANDS)
+def test_configuration_composed_in_one_pass_is_hydras(parser_name, argv, tmp_path, monkeypatch):
+    """CONFIG_COMPOSE makes each command's configuration without Hydra's deep copies: the
+    same keys in the same order, the same values and types, the same refusal."""
+    import hydra.experimental
+    from fairseq.dataclass import utils
+
+    from fairseq import options
+
+    check = _compose_check()
+    args = options.parse_args_and_arch(getattr(options, f"get_{parser_name}_parser")(),
+                                       [str(tmp_path) if arg == "DATA" else arg for arg in argv])
+    assert utils.compose is not hydra.experimental.compose  # the fix is on in this process
+    ours = check.composed(args)
+    monkeypatch.setattr(utils, "compose", hydra.experimental.compose)
+    assert ours == check.composed(args)
+
+
+def test_configuration_compose_switches_off():
+    code = "import fairseq.dataclass.utils as u, hydra.experimental as h; print(u.compose is h.compose)"
+    assert python(code, FAIRSEQ_RELPOS_COMPAT_CONFIG_COMPOSE="0").stdout.strip() == "True"
