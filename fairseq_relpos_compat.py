@@ -441,7 +441,7 @@ def _fix_fp16_on_cpu(module):
 # --- 14. config_compose -----------------------------------------------------------------
 # Every fairseq command turns its arguments into its configuration by composing it with
 # Hydra (fairseq.dataclass.utils.convert_namespace_to_omegaconf: about 250 overrides, one
-# per option), and Hydra 1.0 with omegaconf 2.0 spends about 3 s of CPU on it, in deep copies
+# per option), and Hydra 1.0 with omegaconf 2.0 spends 1.5-3.5 s of CPU on it, in deep copies
 # of the whole configuration (and of Hydra's own) at every merge: as long as a small model's
 # training.  The same composition is made here in one pass: FairseqConfig, the option of
 # each config group that config.yaml's defaults and the overrides choose (the structured
