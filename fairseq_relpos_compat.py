@@ -7,7 +7,8 @@ must stay cheap: it imports nothing heavy and patches each fairseq module only w
 module is first imported (a post-import hook), never fairseq eagerly.
 
 Two more give fairseq's own failures their right message, where fairseq's is broken or
-bare: a model no loaded plugin registers, and --fp16 on the CPU.
+bare: a model no loaded plugin registers, and --fp16 on the CPU.  One more takes the seconds Hydra
+spends composing each command's configuration off every fairseq command (config_compose).
 
 Every fix touches only fairseq's and hydra's config classes or names inside fairseq and
 hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13

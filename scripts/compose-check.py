@@ -68,7 +68,8 @@ def main():
     data = parser.parse_args().data
     one_pass, by_hydra = utils.compose, hydra.experimental.compose
     if one_pass is by_hydra:
-        sys.exit("CONFIG_COMPOSE is switched off (FAIRSEQ_RELPOS_COMPAT...=0): nothing to check")
+        sys.exit("CONFIG_COMPOSE is switched off (FAIRSEQ_RELPOS_COMPAT=0 or FAIRSEQ_RELPOS_COMPAT_CONFIG_COMPOSE=0): "
+                 "nothing to check")
     counts, seconds = {"SAME": 0, "DIFF": 0, "refused by both": 0, "not parsed": 0}, {"hydra": [], "one pass": []}
     for argv in command_lines(data):
         try:

@@ -210,9 +210,8 @@ def test_configuration_composed_in_one_pass_is_hydras(parser_name, argv, tmp_pat
     """CONFIG_COMPOSE makes each command's configuration without Hydra's deep copies: the
     same keys in the same order, the same values and types, the same refusal."""
     import hydra.experimental
-    from fairseq.dataclass import utils
-
     from fairseq import options
+    from fairseq.dataclass import utils
 
     check = _compose_check()
     args = options.parse_args_and_arch(getattr(options, f"get_{parser_name}_parser")(),
