@@ -442,7 +442,7 @@ def _fix_fp16_on_cpu(module):
 # --- 14. config_compose -----------------------------------------------------------------
 # Every fairseq command turns its arguments into its configuration by composing it with
 # Hydra (fairseq.dataclass.utils.convert_namespace_to_omegaconf: about 250 overrides, one
-# per option), and Hydra 1.0 with omegaconf 2.0 spends 1.5-3.5 s of CPU on it, in deep copies
+# per option), and Hydra 1.0 with omegaconf 2.0 spends 1.1-3.8 s of CPU on it, in deep copies
 # of the whole configuration (and of Hydra's own) at every merge: as long as a small model's
 # training.  The same composition is made here in one pass: FairseqConfig, the option of
 # each config group that config.yaml's defaults and the overrides choose (the structured
@@ -450,8 +450,9 @@ def _fix_fp16_on_cpu(module):
 # parsed by Hydra's own override grammar and set by OmegaConf.update as Hydra sets it.
 # Anything else Hydra can express (a config file, sweeps, +/~ overrides, packages) goes to
 # Hydra's compose.
+@functools.lru_cache(maxsize=None)
 def _config_defaults(config_dir):
-    """{group: option} of config.yaml's defaults list (fairseq's primary config)."""
+    """{group: option} of config.yaml's defaults list (fairseq's primary config), read once."""
     import yaml
 
     with open(os.path.join(config_dir, "config.yaml")) as f:
@@ -478,7 +479,7 @@ def _compose_in_one_pass(hydra_compose, config_dir, config_name=None, overrides=
     if config_name != "config" or strict is None or return_hydra_config or any(
             o.is_sweep_override() or o.is_add() or o.is_delete() or o.pkg1 is not None for o in parsed):
         return by_hydra()
-    choices = _config_defaults(config_dir)
+    choices = dict(_config_defaults(config_dir))  # a copy: the overrides change it
     values = []
     for override in parsed:
         if "." in override.key_or_group:
