@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import manifest
+from . import manifest, time_limit
 from .executor import Executor, Outcome
 from .graph import Graph, Job
 from .launch import Launch, SlurmOptions
@@ -32,7 +32,7 @@ from .local import LocalRunner, TimeLimit
 from .lock import FolderLock
 from .plan import Plan, plan
 from .slurm_queue import (FINAL_STATES, LIVE_STATES, NEVER_STARTS, SETTLE_SECONDS, job_state, largest_node_cpus,
-                          listed_jobs, partition_has_gpus, queue_states, show_job)
+                          listed_jobs, partition_has_gpus, queue_states, show_job, time_left)
 from .step import StepError
 
 # how long a cancellation waits for the controller to show the jobs ended
@@ -72,6 +72,8 @@ def run_job(graph: Graph, launch: Launch) -> Outcome:
     cpus = int(os.environ.get("SLURM_CPUS_PER_TASK", launch.threads))
     gpus = len([g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g])
     runner = LocalRunner(cpus, gpus, launch.console, time_limit=job.trains, jobs_per_gpu=launch.jobs_per_gpu)
+    if job.trains and launch.slurm.time:
+        time_limit.watch(time_left(os.environ.get("SLURM_JOB_ID", "")), launch.slurm.requeue_margin)
     # shared: the recipe's other jobs run beside it; each step holds its own lock
     with FolderLock(graph.roots, launch.what(), shared=True):
         try:
@@ -327,6 +329,9 @@ def job_script(job: Job, launch: Launch, after: Sequence[str], environment: JobE
     command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), "--run-job", job.name]
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in sbatch),
              f"# {job.kind} job of: {launch.what()}",
+             # SLURM's warning, sent once, may come before Python hears it: not fatal, and the
+             # runner sets a timer from the time left as well (engine/time_limit.py)
+             *(["trap '' USR1"] if job.trains and options.time else []),
              f"cd {shlex.quote(environment.folder)}",  # where the recipe's relative paths start
              f"source {shlex.quote(environment.venv)}/bin/activate",
              "export PL_ENV_READY=\"$VIRTUAL_ENV\" TQDM_DISABLE=1",

@@ -55,6 +55,27 @@ def queue_states(job_ids: Sequence[str]) -> Dict[str, Tuple[Optional[str], Optio
         time.sleep(0.5)
 
 
+def time_left(job_id: str) -> Optional[int]:
+    """The seconds SLURM gives the running job ``job_id`` before its time limit, from squeue's
+    %L (D-HH:MM:SS with the leading parts left out; None for a job without a limit, or where
+    squeue does not answer)."""
+    try:
+        proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%L"], capture_output=True, text=True)
+    except OSError:
+        return None
+    return parse_time_left(proc.stdout) if proc.returncode == 0 else None
+
+
+def parse_time_left(text: str) -> Optional[int]:
+    """squeue's %L in seconds: "0:50", "59:59", "1:00:00", "2-03:04:05"; None for
+    UNLIMITED, NOT_SET, INVALID or nothing."""
+    match = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)??(\d+):(\d+)", text.strip())
+    if not match:
+        return None
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
 def largest_node_cpus(partition: Optional[str]) -> Optional[int]:
     """The CPUs of the partition's largest node (the default partition's without one), or
     None where sinfo does not say."""

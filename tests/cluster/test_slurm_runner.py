@@ -17,7 +17,7 @@ import pytest
 
 from conftest import CTRL_C_DEFAULT, REPO_ROOT, cluster_report, poll_slurm, run_command as run
 from relpos_recipes.engine import Step, manifest, unfinished
-from relpos_recipes.engine.slurm_queue import queue_states
+from relpos_recipes.engine.slurm_queue import queue_states, time_left
 from relpos_recipes.tools.choice import _grid_point
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
@@ -191,10 +191,11 @@ def test_a_queued_job_that_waits_on_a_failed_one_is_replaced(slurm, tmp_path):
 def test_a_job_being_requeued_is_a_job_queued(slurm, tmp_path, monkeypatch):
     """scontrol requeue (or a preemption) shows a running job COMPLETING while its processes
     end, then PENDING: a submission asks until SLURM shows which, rather than taking the job
-    for ended and submitting its steps a second time beside it."""
+    for ended and submitting its steps a second time beside it.  (And squeue tells a running
+    job its time left.)"""
     monkeypatch.setenv("SLURM_CONF", slurm)
     started = tmp_path / "started"
-    job = subprocess.run(["sbatch", "--parsable", "--requeue", "-o", "/dev/null", "--wrap",
+    job = subprocess.run(["sbatch", "--parsable", "--requeue", "--time=5", "-o", "/dev/null", "--wrap",
                           f"trap 'sleep 3; exit 1' TERM; touch {started}; sleep 300 & wait"],
                          capture_output=True, text=True, check=True).stdout.strip()
     try:
@@ -202,6 +203,7 @@ def test_a_job_being_requeued_is_a_job_queued(slurm, tmp_path, monkeypatch):
         while not started.exists():  # running, its trap set
             assert time.monotonic() < deadline, "the job never started"
             time.sleep(0.2)
+        assert 240 < time_left(job) <= 300  # what a job's runner counts down from (engine/time_limit.py)
         subprocess.run(["scontrol", "requeue", job], check=True)
         assert queue_states([job])[job][0] == "PENDING"
     finally:

@@ -1,12 +1,13 @@
 """A job's sbatch script and the queue's answer, without a cluster: the script is a function
 of the job, the launch's options, the jobs it waits for, the environment and the log folder;
 one squeue answer gives every job's state (tests/cluster/ submits such scripts for real)."""
+import time
 from pathlib import Path
 
-from relpos_recipes.engine import Job, Launch, Step
+from relpos_recipes.engine import Job, Launch, Step, time_limit
 from relpos_recipes.engine.launch import SlurmOptions
 from relpos_recipes.engine.slurm import JobEnvironment, job_script
-from relpos_recipes.engine.slurm_queue import parse_queue
+from relpos_recipes.engine.slurm_queue import parse_queue, parse_time_left
 
 ENVIRONMENT = JobEnvironment(folder="/work/my runs", venv="/work/.venv", variables={"SMOKE": "1",
                                                                                     "TRAIN_EXTRA_ARGS": "--seed 2"})
@@ -41,6 +42,7 @@ def test_a_training_jobs_script_asks_for_its_gpus_requeues_itself_and_waits_for_
         "#SBATCH --qos=low",
         "#SBATCH --exclusive",
         f"# system job of: {launch.what()}",
+        "trap '' USR1",  # SLURM's warning before Python hears it is not fatal
         "cd '/work/my runs'",
         "source /work/.venv/bin/activate",
         'export PL_ENV_READY="$VIRTUAL_ENV" TQDM_DISABLE=1',
@@ -87,3 +89,25 @@ def test_a_job_exports_those_of_the_recipes_variables_that_are_set_here(monkeypa
     monkeypatch.delenv("SKIP_REPORT", raising=False)
     monkeypatch.setenv("NOT_THE_RECIPES", "x")
     assert JobEnvironment.here(["SMOKE", "SKIP_REPORT"]).variables == {"SMOKE": "1"}
+
+
+def test_squeues_time_left_in_seconds():
+    assert [parse_time_left(text) for text in ("0:50", "59:59", "1:00:00\n", "2-03:04:05")] == [50, 3599, 3600, 183845]
+    assert [parse_time_left(text) for text in ("UNLIMITED", "NOT_SET", "INVALID", "")] == [None] * 4
+
+
+def test_the_time_limit_is_near_its_margin_before_the_end_with_or_without_slurms_signal(monkeypatch):
+    """SLURM sends its warning once, and has sent it before the job's Python could hear it:
+    a job also counts down from the time SLURM says it has left."""
+    monkeypatch.setattr(time_limit, "near", time_limit.threading.Event())
+    time_limit.watch(None, 50)  # no limit known: the signal alone tells
+    timer = time_limit.watch(3600, 50)  # 59 minutes 10 s from now
+    assert not time_limit.near.is_set() and timer.interval == 3550
+    timer.cancel()
+    monkeypatch.setattr(time_limit, "near", time_limit.threading.Event())
+    time_limit.watch(45, 50)  # started within the margin
+    assert time_limit.near.is_set()
+    monkeypatch.setattr(time_limit, "near", time_limit.threading.Event())
+    started = time.monotonic()
+    time_limit.watch(50.3, 50)
+    assert time_limit.near.wait(5) and time.monotonic() - started >= 0.25
