@@ -8,12 +8,14 @@ module is first imported (a post-import hook), never fairseq eagerly.
 
 Two more give fairseq's own failures their right message, where fairseq's is broken or
 bare: a model no loaded plugin registers, and --fp16 on the CPU.  One more takes the seconds Hydra
-spends composing each command's configuration off every fairseq command (config_compose).
+spends composing each command's configuration off every fairseq command (config_compose), and
+one the import of torch's tracer off every training (lazy_dynamo).
 
 Every fix touches only fairseq's and hydra's config classes or names inside fairseq and
 hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13
-dropped (for antlr4 and hydra), and ``checkpoint_load``, which also tells torch's weights-only
-unpickler what fairseq checkpoints hold; each is a no-op on a stack that does not need it (or a
+dropped (for antlr4 and hydra), ``checkpoint_load``, which also tells torch's weights-only
+unpickler what fairseq checkpoints hold, and ``lazy_dynamo``, which gives four methods of
+torch's Optimizer, in a process that imports fairseq's optimizers, what torch caches for them; each is a no-op on a stack that does not need it (or a
 command that does not fail), and can be switched off:
 
     FAIRSEQ_RELPOS_COMPAT=0              switch every fix off
@@ -519,6 +521,40 @@ def _fix_config_compose(module):
     module.compose = functools.partial(_compose_in_one_pass, module.compose, config_dir)
 
 
+# --- 15. lazy_dynamo ---------------------------------------------------------------------
+# torch.optim.Optimizer's add_param_group (called by its __init__), zero_grad, state_dict and
+# load_state_dict are wrapped by torch._disable_dynamo, whose wrapper imports torch._dynamo at
+# the first call (2 s of CPU: sympy, the tracer) only to run them outside a trace.  No trace
+# can exist before torch._dynamo is imported (torch.compile imports it), so until then they
+# run as they are, and from then on through torch._dynamo.disable as torch runs them; the
+# wrapper keeps its result where it keeps its own (the function's __dynamo_disable).
+_OPTIMIZER_METHODS = ("add_param_group", "zero_grad", "state_dict", "load_state_dict")
+
+
+def _until_dynamo(fn):
+    def call(*args, **kwargs):
+        if "torch._dynamo" not in sys.modules:
+            return fn(*args, **kwargs)
+        import torch._dynamo
+
+        fn.__dynamo_disable = torch._dynamo.disable(fn, True, wrapping=False)
+        return fn.__dynamo_disable(*args, **kwargs)
+
+    return call
+
+
+def _fix_lazy_dynamo(module):
+    from torch.optim import Optimizer
+
+    for name in _OPTIMIZER_METHODS:
+        wrapper = Optimizer.__dict__.get(name)
+        fn = getattr(wrapper, "__wrapped__", None)
+        # torch._compile._disable_dynamo's wrapper, which looks up fn.__dynamo_disable first
+        if fn is not None and "__dynamo_disable" in wrapper.__code__.co_consts and \
+                getattr(fn, "__dynamo_disable", None) is None:
+            fn.__dynamo_disable = _until_dynamo(fn)
+
+
 # fix name -> (module it patches when imported, patch); dataclass_hash runs at start-up.
 FIXES = {
     "checkpoint_load": [
@@ -545,6 +581,7 @@ FIXES = {
     "unknown_model_message": [("fairseq.models", _fix_unknown_model_message)],
     "fp16_on_cpu": [("fairseq_cli.train", _fix_fp16_on_cpu)],
     "config_compose": [("fairseq.dataclass.utils", _fix_config_compose)],
+    "lazy_dynamo": [("fairseq.optim.fairseq_optimizer", _fix_lazy_dynamo)],
 }
 
 

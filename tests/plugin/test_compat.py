@@ -225,3 +225,25 @@ def test_configuration_composed_in_one_pass_is_hydras(parser_name, argv, tmp_pat
 def test_configuration_compose_switches_off():
     code = "import fairseq.dataclass.utils as u, hydra.experimental as h; print(u.compose is h.compose)"
     assert python(code, FAIRSEQ_RELPOS_COMPAT_CONFIG_COMPOSE="0").stdout.strip() == "True"
+
+
+def test_fairseqs_optimizer_runs_without_importing_the_tracer_until_it_is_imported():
+    """torch.optim.Optimizer's methods import torch._dynamo (2 s) to run outside a trace; none
+    can exist before it is imported, and once it is, they run through torch._dynamo.disable."""
+    code = (
+        "import sys, torch\n"
+        "from fairseq.optim.adam import Adam\n"
+        "weight = torch.nn.Parameter(torch.ones(2))\n"
+        "optimizer = Adam([weight], lr=0.1)\n"
+        "weight.sum().backward(); optimizer.step(); optimizer.zero_grad()\n"
+        "optimizer.load_state_dict(optimizer.state_dict())\n"
+        "print('torch._dynamo' in sys.modules, weight.tolist())\n"
+        "import torch._dynamo\n"
+        "optimizer.zero_grad()\n"
+        "fn = type(optimizer).zero_grad.__wrapped__\n"
+        "print(fn.__dynamo_disable.__module__)\n"
+    )
+    lazy, stock = python(code).stdout.split("\n"), python(code, FAIRSEQ_RELPOS_COMPAT_LAZY_DYNAMO="0").stdout.split("\n")
+    assert lazy[0].startswith("False [0.9") and stock[0].startswith("True ")
+    assert lazy[0].split(" ", 1)[1] == stock[0].split(" ", 1)[1]  # the same step
+    assert lazy[1].startswith("torch._dynamo")  # torch's own wrapper from then on
