@@ -8,7 +8,7 @@ SMOKE_MODEL = ("--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embe
                "--encoder-attention-heads", "2", "--decoder-attention-heads", "2")
 SMOKE_TRAIN = (*SMOKE_MODEL, "--max-update", "16", "--batch-tokens", "1200", "--log-interval", "5")
 SMOKE_TRANSLATE = ("--beam", "2", "--max-tokens", "30000", "--max-len-a", "1.2", "--max-len-b", "5")
-SMOKE_TEST_LINES = 30
+SMOKE_TEST_LINES = 10
 WMT_SHARDS = 8  # prepare-wmt19-*.sh's default: 8 checkpoints and dev evaluations per epoch
 
 

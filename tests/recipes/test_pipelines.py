@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO_ROOT, SHARED, local_slurm, run_command as run
 from recipe_graphs import recipe_graph
+from relpos_recipes.graphs.presets import SMOKE_TEST_LINES
 
 REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
@@ -287,13 +288,13 @@ def test_smoke_table3_to_a_report(tmp_path):
     systems = ["transformer_abs-len100", "transformer_rel-len100", "transformer_abs-len75",
                "transformer_rel-len75"]
     prep = tmp_path / "work" / "smoke" / "wmt19-de-en"
-    assert len(lines(prep / "testsets" / "newstest_all" / "raw.de")) == 10 * 30
+    assert len(lines(prep / "testsets" / "newstest_all" / "raw.de")) == 10 * SMOKE_TEST_LINES  # 2008-2017
     for s in systems:
         manifest = json.loads((runs / s / ".steps" / "train.json").read_text())
         assert (runs / s / "checkpoint_best.pt").exists() and manifest["status"] == "done"
         assert manifest["identity"][:2] == ["--arch", s.split("-len")[0]]
         hyp = lines(runs / s / "concat_seq" / "hyp.txt")
-        assert len(hyp) == 5 * 30 and any(hyp)
+        assert len(hyp) == 5 * SMOKE_TEST_LINES and any(hyp)
         assert "@@" not in "".join(hyp)
     again = run(["bash", SCRIPTS / "reproduce" / "table3.sh", *roots], env=env)
     assert again.stderr.count("skip  train ") == 4 and again.stderr.count("skip  translate ") == 4
