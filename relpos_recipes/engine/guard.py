@@ -5,7 +5,8 @@ kernel sends the guard SIGTERM when the engine's thread that started it ends
 (PR_SET_PDEATHSIG, set here, in a process of one thread, rather than between fork and exec in
 the engine's threads), and the guard passes any SIGTERM, SIGINT or SIGHUP on to the whole
 process group of the step (the tool, fairseq-train, its data workers), then kills what is left
-after a grace period.  Run as a file, not a module: it starts in milliseconds.
+after a grace period.  Run as a file, not a module, and without the site (``python -S``): it
+starts in milliseconds.
 
 LOCK_FD, the step's lock the engine holds (or ``-``), is passed on to the command, so the
 step's lock is held as long as any process of the step lives.

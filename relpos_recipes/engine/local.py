@@ -395,8 +395,10 @@ class RunningStep:
             remove(Path(output))
 
     def _execute(self, log, tail: List[str], lock_fd: int) -> int:
+        # -S: the guard needs the standard library alone, and starts without the site's .pth
+        # files in a third of the CPU time (0.06 s against 0.16 s: one guard per step)
         self.process = subprocess.Popen(
-            [sys.executable, str(GUARD), str(os.getpid()), str(lock_fd), "--", *self.step.argv(self.token)],
+            [sys.executable, "-S", str(GUARD), str(os.getpid()), str(lock_fd), "--", *self.step.argv(self.token)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
             start_new_session=True, pass_fds=[lock_fd], text=True, encoding="utf-8", errors="replace", bufsize=1,
         )
