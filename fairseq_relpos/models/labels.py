@@ -5,7 +5,7 @@ import argparse
 from fairseq.models import ARCH_CONFIG_REGISTRY
 
 from ..positions import PositionSpec
-from .architectures import ARCHITECTURES
+from .architecture_table import ARCHITECTURES, POSITION_OPTIONS
 from .options import position_specs
 
 SIDES = ("encoder", "decoder", "cross")
@@ -27,10 +27,6 @@ def system_label(arch, overridden) -> str:
     if not overridden:
         return arch
     return f"{arch}[{', '.join(f'{side} {spec}' for side, spec in overridden)}]"
-
-
-#: the options that say what a system's position schemes are
-POSITION_OPTIONS = ("--encoder-pos", "--decoder-pos", "--cross-pos", "--max-relative-position")
 
 
 def effective_label(arch: str, train_args=()) -> str:

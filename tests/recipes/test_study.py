@@ -3,6 +3,9 @@ their plans in-process, as the command lines build them.  Per table its corpora,
 (architecture and training limit) with a training and translations each, and its reports as
 later parts, each report listing the table's systems and those of --system.  One SMOKE=1 table
 runs end to end in tests/recipes/test_pipelines.py (tests/cluster/test_slurm.py on SLURM)."""
+import subprocess
+import sys
+
 import pytest
 
 from recipe_graphs import recipe_graph, words
@@ -98,7 +101,20 @@ def test_a_table_plans_its_systems_their_translations_and_its_reports(table, tmp
 
 def test_the_architectures_of_table5_and_the_leaderboard_are_the_plugins():
     """What table5.sh (and the leaderboard) train without --archs (--systems): the tests above
-    show that table 5 takes all_archs() then."""
+    show that table 5 takes all_archs() then.  The recipes read the plugin's table by its
+    file, without importing fairseq (a fresh interpreter shows it), and agree with the plugin:
+    every one is registered with fairseq, and named as effective_label names it."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from fairseq_relpos import effective_label
     from fairseq_relpos.models.architectures import ARCHITECTURES
 
-    assert study.all_archs() == list(ARCHITECTURES)
+    assert study.all_archs() == list(ARCHITECTURES) and set(ARCHITECTURES) < set(ARCH_MODEL_REGISTRY)
+    for extra in ([], ["--lr", "1e-3", "--encoder-posx", "alibi"], ["--encoder-pos=rope"], ["--max-relative-position", "8"]):
+        assert study.effective_labels([*ARCHITECTURES, "relpos_transformer"], extra) == \
+            {arch: effective_label(arch, extra) for arch in [*ARCHITECTURES, "relpos_transformer"]}, extra
+    code = ("import sys; from relpos_recipes.graphs.archs import all_archs, check_archs, effective_labels\n"
+            "check_archs('--systems', [*all_archs(), 'relpos_transformer'])\n"
+            "labels = effective_labels(all_archs(), ['--lr', '1e-3'])\n"
+            "print(len(labels), 'fairseq' in sys.modules or 'torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split() == \
+        [str(len(ARCHITECTURES)), "False"]
