@@ -15,8 +15,9 @@ Every fix touches only fairseq's and hydra's config classes or names inside fair
 hydra modules, except ``typing_io``, which puts back the ``typing.io`` module that Python 3.13
 dropped (for antlr4 and hydra), ``checkpoint_load``, which also tells torch's weights-only
 unpickler what fairseq checkpoints hold, and ``lazy_dynamo``, which gives four methods of
-torch's Optimizer, in a process that imports fairseq's optimizers, what torch caches for them; each is a no-op on a stack that does not need it (or a
-command that does not fail), and can be switched off:
+torch's Optimizer, in a process that imports fairseq's optimizers, what torch caches for them;
+each is a no-op on a stack that does not need it (or a command that does not fail), and can be
+switched off:
 
     FAIRSEQ_RELPOS_COMPAT=0              switch every fix off
     FAIRSEQ_RELPOS_COMPAT_<NAME>=0       switch one fix off (NAME as in FIXES, upper case)

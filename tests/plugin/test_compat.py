@@ -243,7 +243,8 @@ def test_fairseqs_optimizer_runs_without_importing_the_tracer_until_it_is_import
         "fn = type(optimizer).zero_grad.__wrapped__\n"
         "print(fn.__dynamo_disable.__module__)\n"
     )
-    lazy, stock = python(code).stdout.split("\n"), python(code, FAIRSEQ_RELPOS_COMPAT_LAZY_DYNAMO="0").stdout.split("\n")
+    lazy = python(code).stdout.split("\n")
+    stock = python(code, FAIRSEQ_RELPOS_COMPAT_LAZY_DYNAMO="0").stdout.split("\n")
     assert lazy[0].startswith("False [0.9") and stock[0].startswith("True ")
     assert lazy[0].split(" ", 1)[1] == stock[0].split(" ", 1)[1]  # the same step
     assert lazy[1].startswith("torch._dynamo")  # torch's own wrapper from then on

@@ -109,9 +109,10 @@ def test_the_architectures_of_table5_and_the_leaderboard_are_the_plugins():
     from fairseq_relpos.models.architectures import ARCHITECTURES
 
     assert study.all_archs() == list(ARCHITECTURES) and set(ARCHITECTURES) < set(ARCH_MODEL_REGISTRY)
-    for extra in ([], ["--lr", "1e-3", "--encoder-posx", "alibi"], ["--encoder-pos=rope"], ["--max-relative-position", "8"]):
-        assert study.effective_labels([*ARCHITECTURES, "relpos_transformer"], extra) == \
-            {arch: effective_label(arch, extra) for arch in [*ARCHITECTURES, "relpos_transformer"]}, extra
+    archs = [*ARCHITECTURES, "relpos_transformer"]
+    for extra in ([], ["--lr", "1e-3", "--encoder-posx", "alibi"], ["--encoder-pos=rope"],
+                  ["--max-relative-position", "8"]):
+        assert study.effective_labels(archs, extra) == {arch: effective_label(arch, extra) for arch in archs}, extra
     code = ("import sys; from relpos_recipes.graphs.archs import all_archs, check_archs, effective_labels\n"
             "check_archs('--systems', [*all_archs(), 'relpos_transformer'])\n"
             "labels = effective_labels(all_archs(), ['--lr', '1e-3'])\n"
