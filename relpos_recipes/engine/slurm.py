@@ -32,7 +32,7 @@ from .local import LocalRunner, TimeLimit
 from .lock import FolderLock
 from .plan import Plan, plan
 from .slurm_queue import (FINAL_STATES, LIVE_STATES, NEVER_STARTS, SETTLE_SECONDS, job_state, largest_node_cpus,
-                          listed_jobs, partition_has_gpus, queue_states, show_job, time_left)
+                          listed_jobs, partition_has_gpus, queue_states, show_job, slurm_seconds, time_left)
 from .step import StepError
 
 # how long a cancellation waits for the controller to show the jobs ended
@@ -443,15 +443,9 @@ def cancellation(states: Dict[str, str], refused: Dict[str, str]) -> str:
 
 
 def time_limit_seconds(text: str) -> int:
-    """sbatch's --time in seconds: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS,
-    DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS."""
-    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
-    if not match:
+    """sbatch's --time in seconds (slurm_seconds), or the option refused."""
+    seconds = slurm_seconds(text)
+    if seconds is None:
         raise StepError(f"--slurm-time: expected sbatch's time format (MINUTES, HH:MM:SS, D-HH:MM, ...), got '{text}'")
-    days, first, second, third = match.groups()
-    if days is not None:  # D-H, D-H:M, D-H:M:S
-        return ((int(days) * 24 + int(first)) * 60 + int(second or 0)) * 60 + int(third or 0)
-    if third is not None:  # H:M:S
-        return (int(first) * 60 + int(second)) * 60 + int(third)
-    return int(first) * 60 + int(second or 0)  # M, M:S
+    return seconds
 

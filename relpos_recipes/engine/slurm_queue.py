@@ -63,17 +63,22 @@ def time_left(job_id: str) -> Optional[int]:
         proc = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%L"], capture_output=True, text=True)
     except OSError:
         return None
-    return parse_time_left(proc.stdout) if proc.returncode == 0 else None
+    return slurm_seconds(proc.stdout) if proc.returncode == 0 else None
 
 
-def parse_time_left(text: str) -> Optional[int]:
-    """squeue's %L in seconds: "0:50", "59:59", "1:00:00", "2-03:04:05"; None for
-    UNLIMITED, NOT_SET, INVALID or nothing."""
-    match = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)??(\d+):(\d+)", text.strip())
+def slurm_seconds(text: str) -> Optional[int]:
+    """SLURM's time format in seconds, as sbatch's --time takes it and squeue's %L writes it:
+    MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS, DAYS-HOURS:MINUTES or
+    DAYS-HOURS:MINUTES:SECONDS; None for anything else (UNLIMITED, NOT_SET, INVALID, nothing)."""
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
     if not match:
         return None
-    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    days, first, second, third = match.groups()
+    if days is not None:  # D-H, D-H:M, D-H:M:S
+        return ((int(days) * 24 + int(first)) * 60 + int(second or 0)) * 60 + int(third or 0)
+    if third is not None:  # H:M:S
+        return (int(first) * 60 + int(second)) * 60 + int(third)
+    return int(first) * 60 + int(second or 0)  # M, M:S
 
 
 def largest_node_cpus(partition: Optional[str]) -> Optional[int]:

@@ -31,6 +31,7 @@ def _table() -> ModuleType:
     return table
 
 
+@functools.lru_cache(maxsize=None)
 def ours() -> Tuple[str, ...]:
     """The plugin's architectures, in its table's order."""
     return tuple(_table().ARCHITECTURES)

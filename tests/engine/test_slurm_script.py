@@ -7,7 +7,7 @@ from pathlib import Path
 from relpos_recipes.engine import Job, Launch, Step, time_limit
 from relpos_recipes.engine.launch import SlurmOptions
 from relpos_recipes.engine.slurm import JobEnvironment, job_script
-from relpos_recipes.engine.slurm_queue import parse_queue, parse_time_left
+from relpos_recipes.engine.slurm_queue import parse_queue, slurm_seconds
 
 ENVIRONMENT = JobEnvironment(folder="/work/my runs", venv="/work/.venv", variables={"SMOKE": "1",
                                                                                     "TRAIN_EXTRA_ARGS": "--seed 2"})
@@ -92,8 +92,8 @@ def test_a_job_exports_those_of_the_recipes_variables_that_are_set_here(monkeypa
 
 
 def test_squeues_time_left_in_seconds():
-    assert [parse_time_left(text) for text in ("0:50", "59:59", "1:00:00\n", "2-03:04:05")] == [50, 3599, 3600, 183845]
-    assert [parse_time_left(text) for text in ("UNLIMITED", "NOT_SET", "INVALID", "")] == [None] * 4
+    assert [slurm_seconds(text) for text in ("0:50", "59:59", "1:00:00\n", "2-03:04:05")] == [50, 3599, 3600, 183845]
+    assert [slurm_seconds(text) for text in ("UNLIMITED", "NOT_SET", "INVALID", "")] == [None] * 4
 
 
 def test_the_time_limit_is_near_its_margin_before_the_end_with_or_without_slurms_signal(monkeypatch):
