@@ -5,8 +5,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
-from conftest import BIN_DIR
+from conftest import BIN_DIR, shared_path
 
 
 def python(code, *args, flags=(), **env):
@@ -222,9 +223,42 @@ def test_configuration_composed_in_one_pass_is_hydras(parser_name, argv, tmp_pat
     assert ours == check.composed(args)
 
 
-def test_configuration_compose_switches_off():
-    code = "import fairseq.dataclass.utils as u, hydra.experimental as h; print(u.compose is h.compose)"
-    assert python(code, FAIRSEQ_RELPOS_COMPAT_CONFIG_COMPOSE="0").stdout.strip() == "True"
+def test_the_speed_fixes_switch_off():
+    """CONFIG_COMPOSE and FAST_ENCODE_LINE, each off by its variable (one interpreter for both)."""
+    code = ("import fairseq.dataclass.utils as u, hydra.experimental as h\n"
+            "from fairseq.data import Dictionary\n"
+            "print(u.compose is h.compose, hasattr(Dictionary.encode_line, '__wrapped__'))")
+    off = python(code, FAIRSEQ_RELPOS_COMPAT_CONFIG_COMPOSE="0", FAIRSEQ_RELPOS_COMPAT_FAST_ENCODE_LINE="0")
+    assert off.stdout.strip() == "True False", off.stderr[-2000:]
+
+
+def test_a_line_is_encoded_as_fairseqs_encode_line_encodes_it():
+    """FAST_ENCODE_LINE: the same int32 tensor, the same consumer calls in the same order and the
+    same symbols added, for every option of encode_line; lines of real text where ../shared is."""
+    from fairseq.data import Dictionary
+
+    stock = Dictionary.encode_line.__wrapped__  # the fix is on in this process
+    text = ["ein Haus am See .", "", "  zwei   Leer zeichen ", "unbekannt@@ es Wort", "a"]
+    newstest = shared_path("data", "wmt-newstest", "de-en")
+    if newstest.is_dir():
+        text += (newstest / "newstest2014.de").read_text(encoding="utf-8").split("\n")[:300]
+
+    def dictionary():
+        d = Dictionary()
+        for word in "ein Haus am See . Wort a".split():
+            d.add_symbol(word)
+        return d
+
+    for options in ({}, {"add_if_not_exist": False}, {"append_eos": False}, {"reverse_order": True},
+                    {"line_tokenizer": lambda line: line.split(" ")}):
+        ours, theirs = dictionary(), dictionary()
+        calls, stock_calls = [], []
+        for line in text:
+            expected = stock(theirs, line, consumer=lambda *c: stock_calls.append(c), **options)
+            got = ours.encode_line(line, consumer=lambda *c: calls.append(c), **options)
+            assert got.dtype == expected.dtype == torch.int32 and got.device.type == "cpu"
+            assert got.tolist() == expected.tolist(), (options, line)
+        assert calls == stock_calls and ours.symbols == theirs.symbols and ours.count == theirs.count
 
 
 def test_fairseqs_optimizer_runs_without_importing_the_tracer_until_it_is_imported():
