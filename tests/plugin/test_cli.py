@@ -31,10 +31,6 @@ def generate_args(data_bin, checkpoint, subset="test", *extra):
             "--batch-size", 16, "--cpu", *extra]
 
 
-def train(data_bin, save_dir, arch, *extra, epochs=1, cwd=None):
-    return fairseq("fairseq-train", *train_args(data_bin, save_dir, arch, *extra, epochs=epochs), cwd=cwd)
-
-
 def generate(data_bin, checkpoint, subset="test", *extra, check=True):
     return fairseq("fairseq-generate", *generate_args(data_bin, checkpoint, subset, *extra), check=check)
 
@@ -76,8 +72,8 @@ def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
 
 
 def test_learned_positions_refuse_long_sources_clearly(reversal_data_bin, tmp_path):
-    train(reversal_data_bin, tmp_path / "ckpt", "transformer_abs_learned",
-          "--max-source-positions", 16, "--max-target-positions", 16)
+    fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_abs_learned",
+                                                    "--max-source-positions", 16, "--max-target-positions", 16))
     refused = generate(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt", LONG_TEST_SUBSET,
                        "--max-source-positions", 100, "--max-target-positions", 100, check=False)
     assert refused.returncode != 0
@@ -97,14 +93,16 @@ def interactive(data_bin, checkpoint_dir, lines, *extra):
     )
 
 
-def hub_translate(data_bin, checkpoint_dir, sentence, cwd, **options):
-    """The hub interface's translate() in a fresh process; returns the CompletedProcess."""
+def hub_translate(data_bin, checkpoint_dir, sentences, cwd, **options):
+    """The hub interface's translate() of each sentence in a fresh process; returns the
+    CompletedProcess."""
     script = (
         "from fairseq_relpos import RelPosTransformerModel\n"
         f"model = RelPosTransformerModel.from_pretrained({str(checkpoint_dir)!r}, "
         f"checkpoint_file='checkpoint_last.pt', data_name_or_path={str(data_bin)!r}, "
         "source_lang='src', target_lang='tgt')\n"
-        f"print('TRANSLATION', model.translate({sentence!r}, **{options!r}))\n"
+        f"for sentence in {list(sentences)!r}:\n"
+        f"    print('TRANSLATION', model.translate(sentence, **{options!r}))\n"
     )
     return subprocess.run([str(BIN_DIR / "python"), "-c", script], capture_output=True, text=True, cwd=cwd)
 
@@ -112,24 +110,24 @@ def hub_translate(data_bin, checkpoint_dir, sentence, cwd, **options):
 def test_interactive_and_hub_interface(reversal_data_bin, tmp_path):
     """Including sources longer than fairseq's default --max-source-positions (1024): a model
     without position tables translates them."""
-    train(reversal_data_bin, tmp_path / "ckpt", "transformer_rel")
+    fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_rel"))
     long_source = " ".join(f"w{index % 30}" for index in range(1100))
     translated = interactive(reversal_data_bin, tmp_path / "ckpt", ["w1 w2 w3", "w4 w5", long_source],
                              "--beam", 4, "--max-len-b", 20)
     assert translated.returncode == 0, translated.stderr[-3000:]
     assert len(hypotheses(translated.stdout)) == 3
 
-    for sentence in ("w1 w2 w3", long_source):
-        hub = hub_translate(reversal_data_bin, tmp_path / "ckpt", sentence, tmp_path, beam=4, max_len_b=20)
-        assert hub.returncode == 0, hub.stderr[-3000:]
-        assert re.search(r"^TRANSLATION \S", hub.stdout, re.M)
+    hub = hub_translate(reversal_data_bin, tmp_path / "ckpt", ["w1 w2 w3", long_source], tmp_path, beam=4,
+                        max_len_b=20)
+    assert hub.returncode == 0, hub.stderr[-3000:]
+    assert len(re.findall(r"^TRANSLATION \S", hub.stdout, re.M)) == 2
 
 
 def test_an_option_overriding_the_arch_is_a_warning(reversal_data_bin, tmp_path):
     """fairseq's convention (an option overrides the arch's default) stays, and the log says
     so at WARNING level with the system's effective label."""
-    trained = train(reversal_data_bin, tmp_path / "ckpt", "transformer_abs", "--encoder-pos", "alibi")
-    log = trained.stdout + trained.stderr
+    log = fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_abs",
+                                                          "--encoder-pos", "alibi"))
     assert re.search(r"\| WARNING \| fairseq_relpos\.models\.relpos_transformer \| transformer_abs: the options "
                      r"change the architecture's position specs \(--encoder-pos alibi\); this system is "
                      r"transformer_abs\[encoder alibi\], not transformer_abs", log)
@@ -137,13 +135,14 @@ def test_an_option_overriding_the_arch_is_a_warning(reversal_data_bin, tmp_path)
 
 def test_rope_scaling_loads_into_a_model_trained_without_it(reversal_data_bin, tmp_path):
     """A setting that only changes inference, given to fairseq-generate by --model-overrides."""
-    train(reversal_data_bin, tmp_path / "ckpt", "transformer_rope")
+    fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_rope"))
     checkpoint = tmp_path / "ckpt/checkpoint_last.pt"
     yarn = "rope:scaling=yarn,factor=4.0,original=16"
-    scaled = generate(reversal_data_bin, checkpoint, LONG_TEST_SUBSET, "--model-overrides",
-                      repr({"encoder_pos": yarn, "decoder_pos": yarn}))
-    assert f"relpos_transformer: encoder {yarn}, decoder {yarn}" in scaled.stderr
-    assert len(hypotheses(scaled.stdout)) == 6
+    scaled = fairseq_in_process("fairseq-generate", *generate_args(reversal_data_bin, checkpoint, LONG_TEST_SUBSET,
+                                                                   "--model-overrides",
+                                                                   repr({"encoder_pos": yarn, "decoder_pos": yarn})))
+    assert f"relpos_transformer: encoder {yarn}, decoder {yarn}" in scaled
+    assert len(hypotheses(scaled)) == 6
     refused = generate(reversal_data_bin, checkpoint, LONG_TEST_SUBSET, "--model-overrides",
                        repr({"encoder_pos": "rope:scaling=yarn,factor=4"}), check=False)
     assert refused.returncode != 0
