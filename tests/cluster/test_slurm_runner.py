@@ -32,10 +32,6 @@ BOARD = ["--quick", "--systems", "transformer_abs", "--lr-grid", "1e-3,1e-2", "-
 ON_SLURM = ["--launcher", "slurm", "--slurm-gpus-per-job", "0"]
 
 
-
-
-
-
 def submitted_ids(out: Path) -> list:
     record = out / "slurm" / "jobs.json"
     return list(json.loads(record.read_text()).values()) if record.exists() else []
