@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import BIN_DIR, shared_path
+from conftest import BIN_DIR, SHARED
 
 
 def python(code, *args, flags=(), **env):
@@ -246,9 +246,9 @@ def test_a_line_is_encoded_as_fairseqs_encode_line_encodes_it():
 
     stock = Dictionary.encode_line.__wrapped__  # the fix is on in this process
     text = ["ein Haus am See .", "", "  zwei   Leer zeichen ", "unbekannt@@ es Wort", "a"]
-    newstest = shared_path("data", "wmt-newstest", "de-en")
-    if newstest.is_dir():
-        text += (newstest / "newstest2014.de").read_text(encoding="utf-8").split("\n")[:300]
+    newstest = SHARED / "data" / "wmt-newstest" / "de-en" / "newstest2014.de"
+    if newstest.is_file():  # without ../shared (a user's clone), the lines above alone
+        text += newstest.read_text(encoding="utf-8").split("\n")[:300]
 
     def dictionary():
         d = Dictionary()
