@@ -567,9 +567,8 @@ def _fix_fast_encode_line(module):
     import torch
 
     stock = module.Dictionary.encode_line
-    default_tokenizer = stock.__defaults__[0]  # dictionary.tokenize_line
 
-    def encode_line(self, line, line_tokenizer=default_tokenizer, add_if_not_exist=True, consumer=None,
+    def encode_line(self, line, line_tokenizer=module.tokenize_line, add_if_not_exist=True, consumer=None,
                     append_eos=True, reverse_order=False):
         words = line_tokenizer(line)
         if reverse_order:

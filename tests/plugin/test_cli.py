@@ -31,6 +31,11 @@ def generate_args(data_bin, checkpoint, subset="test", *extra):
             "--batch-size", 16, "--cpu", *extra]
 
 
+def train(data_bin, save_dir, arch, *extra, epochs=1, cwd=None):
+    """fairseq-train in this process (``fairseq_in_process``); returns what it logged."""
+    return fairseq_in_process("fairseq-train", *train_args(data_bin, save_dir, arch, *extra, epochs=epochs), cwd=cwd)
+
+
 def generate(data_bin, checkpoint, subset="test", *extra, check=True):
     return fairseq("fairseq-generate", *generate_args(data_bin, checkpoint, subset, *extra), check=check)
 
@@ -51,8 +56,7 @@ def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
     functions their console scripts call (the commands themselves start in the other tests
     of this module, in tests/plugin/test_oracle_length.py and in every recipe)."""
     # run from a directory without the plugin: --user-dir resolves the installed package
-    trained = fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", arch),
-                                 cwd=tmp_path)
+    trained = train(reversal_data_bin, tmp_path / "ckpt", arch, cwd=tmp_path)
     assert "relpos_transformer: encoder" in trained
     assert (tmp_path / "ckpt/checkpoint_last.pt").exists()
 
@@ -64,16 +68,15 @@ def test_train_generate_resume(arch, reversal_data_bin, tmp_path):
 
     if arch not in RESUMED:
         return
-    resumed = fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", arch, epochs=2),
-                                 cwd=tmp_path)
+    resumed = train(reversal_data_bin, tmp_path / "ckpt", arch, epochs=2, cwd=tmp_path)
     # fairseq names the epoch it resumes into
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 2 @ [1-9]\d* updates\)", resumed)
     assert "end of epoch 2" in resumed and "end of epoch 1" not in resumed
 
 
 def test_learned_positions_refuse_long_sources_clearly(reversal_data_bin, tmp_path):
-    fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_abs_learned",
-                                                    "--max-source-positions", 16, "--max-target-positions", 16))
+    train(reversal_data_bin, tmp_path / "ckpt", "transformer_abs_learned",
+          "--max-source-positions", 16, "--max-target-positions", 16)
     refused = generate(reversal_data_bin, tmp_path / "ckpt/checkpoint_last.pt", LONG_TEST_SUBSET,
                        "--max-source-positions", 100, "--max-target-positions", 100, check=False)
     assert refused.returncode != 0
@@ -110,7 +113,7 @@ def hub_translate(data_bin, checkpoint_dir, sentences, cwd, **options):
 def test_interactive_and_hub_interface(reversal_data_bin, tmp_path):
     """Including sources longer than fairseq's default --max-source-positions (1024): a model
     without position tables translates them."""
-    fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_rel"))
+    train(reversal_data_bin, tmp_path / "ckpt", "transformer_rel")
     long_source = " ".join(f"w{index % 30}" for index in range(1100))
     translated = interactive(reversal_data_bin, tmp_path / "ckpt", ["w1 w2 w3", "w4 w5", long_source],
                              "--beam", 4, "--max-len-b", 20)
@@ -126,8 +129,7 @@ def test_interactive_and_hub_interface(reversal_data_bin, tmp_path):
 def test_an_option_overriding_the_arch_is_a_warning(reversal_data_bin, tmp_path):
     """fairseq's convention (an option overrides the arch's default) stays, and the log says
     so at WARNING level with the system's effective label."""
-    log = fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_abs",
-                                                          "--encoder-pos", "alibi"))
+    log = train(reversal_data_bin, tmp_path / "ckpt", "transformer_abs", "--encoder-pos", "alibi")
     assert re.search(r"\| WARNING \| fairseq_relpos\.models\.relpos_transformer \| transformer_abs: the options "
                      r"change the architecture's position specs \(--encoder-pos alibi\); this system is "
                      r"transformer_abs\[encoder alibi\], not transformer_abs", log)
@@ -135,7 +137,7 @@ def test_an_option_overriding_the_arch_is_a_warning(reversal_data_bin, tmp_path)
 
 def test_rope_scaling_loads_into_a_model_trained_without_it(reversal_data_bin, tmp_path):
     """A setting that only changes inference, given to fairseq-generate by --model-overrides."""
-    fairseq_in_process("fairseq-train", *train_args(reversal_data_bin, tmp_path / "ckpt", "transformer_rope"))
+    train(reversal_data_bin, tmp_path / "ckpt", "transformer_rope")
     checkpoint = tmp_path / "ckpt/checkpoint_last.pt"
     yarn = "rope:scaling=yarn,factor=4.0,original=16"
     scaled = fairseq_in_process("fairseq-generate", *generate_args(reversal_data_bin, checkpoint, LONG_TEST_SUBSET,
