@@ -8,25 +8,28 @@ commands and the actions are the tokens), OUT/SPLIT/models/ARCH-seedS each model
 translations of the test set (free and oracle length), OUT/SPLIT/board the board (ranked by
 exact match beyond the training limit, buckets by the reference's number of actions).
 OUT/summary gathers the splits: scan.json, scan.md and exact.png (exact match against the
-cutoff).
+cutoff).  With --checkpoint-every K each training also keeps its checkpoint of every K updates,
+each decoded freely and at the oracle length into ARCH-seedS/updates/U/, and OUT/SPLIT/updates
+holds exact match against updates (updates.json, updates.md, updates.png).
 """
 import dataclasses
+import re
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..engine import Display, Graph, Job, Launch, OutDir, ProgressConsole, Step, StepError, run
+from ..engine import Display, Graph, Job, Later, Launch, OutDir, ProgressConsole, Step, StepError, run
 from ..engine.step import REPO
 from ..tools.scan import LENGTH_SPLIT_TRAIN_MAX, parse_split
 from . import tool
 from .archs import check_archs
 from .data import corpus_fetcher, preparation_and_test_sets
 from .environment import RECIPE_ENVIRONMENT, RecipeEnvironment
-from .options import Parser, name_list, positive_int
+from .options import Parser, name_list, non_negative_int, positive_int
 from .prepare import corpus_preparation
 from .presets import (SCAN_BATCH_TOKENS, SCAN_LR, SCAN_MODEL, SCAN_OPTIMISATION, SCAN_SMOKE_EVERY,
                       SCAN_SMOKE_OPTIMISATION, SCAN_TRANSLATE, SMOKE_MODEL)
-from .reports import system_options
+from .reports import oracle_folder, system_options
 from .systems import TrainingProfile, SystemsRun, add_run_options, systems_run, refuse_unless_ours, train_step, translate_steps
 from .training import Training
 
@@ -34,6 +37,9 @@ SCAN_SYSTEMS = "transformer_abs,transformer_xl,transformer_rel"
 LANGS = ("in", "out")  # the commands and their actions
 LONGEST = 48  # SCAN's longest action sequence
 TEST_SET = "test"
+UPDATES = "updates"  # a model's folder of the translations of its checkpoints along the way
+# what fairseq-train names the checkpoint of --save-interval-updates: checkpoint_EPOCH_UPDATES.pt
+INTERVAL_CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Scan:
     seeds: List[int]
     smoke: bool
     bootstrap: int
+    checkpoint_every: int = 0  # --checkpoint-every: 0, none kept but the best and the last
 
     @property
     def first(self) -> SystemsRun:
@@ -118,7 +125,9 @@ class Scan:
                         batch_tokens=SCAN_BATCH_TOKENS, lr=SCAN_LR, scheduler="fixed", patience="-1",
                         max_epochs=1000000, seed=str(seed), n_shards=1,
                         extra=[*run_.profile.model, *optimisation, "--max-update", str(run_.updates),
-                               "--log-interval", "100", "--num-workers", "0"])
+                               "--log-interval", "100", "--num-workers", "0",
+                               *(["--save-interval-updates", str(self.checkpoint_every)]
+                                 if self.checkpoint_every else [])])
 
     def system_steps(self, split: Split, arch: str) -> List[Step]:
         """Each seed's model trained, and its test set translated greedily and at the oracle length."""
@@ -128,6 +137,36 @@ class Scan:
             steps += [train_step(run_, self.training(split, arch, seed), label=label),
                       *translate_steps(run_, self.folder(split, arch, seed), label=label)]
         return steps
+
+    def checkpoint_steps(self, split: Split, arch: str) -> List[Step]:
+        """Each seed's checkpoints of every --checkpoint-every updates, decoded freely and at
+        the oracle length into its folder's updates/U/ (built once the trainings have run:
+        fairseq names a checkpoint by its epoch as well)."""
+        run_, steps = self.runs[split.name], []
+        for seed in self.seeds:
+            folder = self.folder(split, arch, seed)
+            for updates, checkpoint in interval_checkpoints(folder):
+                steps += translate_steps(run_, folder, label=f"{split.name}/{arch}-seed{seed}@{updates}",
+                                         checkpoint=checkpoint, into=folder / UPDATES / str(updates))
+        return steps
+
+    def updates_step(self, split: Split) -> Step:
+        """Exact match against updates: every model's checkpoints along the way (those the
+        trainings saved, each decoded by checkpoint_steps)."""
+        run_, out = self.runs[split.name], self.first.out / split.name / UPDATES
+        reference = run_.data / "testsets" / TEST_SET / "raw.out"
+        models = [(arch, seed, self.folder(split, arch, seed)) for arch in run_.archs for seed in self.seeds]
+        command = [tool("scan-updates"), "--ref", reference, "--title", f"SCAN, {split.name} split: trained on up "
+                   f"to {split.limit} actions, a checkpoint every {self.checkpoint_every:,} updates"]
+        inputs = [reference]
+        for arch, seed, folder in models:
+            for updates, _ in interval_checkpoints(folder):
+                free = folder / UPDATES / str(updates) / TEST_SET / "hyp.txt"
+                oracle = oracle_folder(folder / UPDATES / str(updates), TEST_SET) / "hyp.txt"
+                command += ["--translation", f"{arch}={seed}={updates}={free}={oracle}"]
+                inputs += [free, oracle]
+        return Step("updates", [*command, "--out-dir", OutDir(out)], home=out, root=run_.out, inputs=inputs,
+                    display=Display(echo=False, title=f"exact match against updates, {split.name}"))
 
     def board_dir(self, split: Split) -> Path:
         return self.first.out / split.name / "board"
@@ -168,10 +207,28 @@ class Scan:
         jobs = []
         for split in self.splits:
             jobs.append(Job(f"{split.name}-data", self.data_steps(split), kind="prepare"))
-            jobs += [Job(f"{split.name}-{arch}", self.system_steps(split, arch)) for arch in self.first.archs]
-            jobs.append(Job(f"{split.name}-board", [self.board_step(split)], kind="report"))
+            systems = [Job(f"{split.name}-{arch}", self.system_steps(split, arch),
+                           later=Later(lambda split=split, arch=arch: self.checkpoint_steps(split, arch),
+                                       f"{split.name}/{arch}: each checkpoint along the way decoded")
+                           if self.checkpoint_every else None)
+                       for arch in self.first.archs]
+            jobs += systems
+            jobs.append(Job(f"{split.name}-board", [self.board_step(split)], kind="report",
+                            later=Later(lambda split=split: [self.updates_step(split)],
+                                        f"{split.name}: exact match against updates")
+                            if self.checkpoint_every else None,
+                            waits_for=systems if self.checkpoint_every else ()))
         jobs.append(Job("summary", [self.summary_step()], kind="report"))
         return Graph(jobs, roots=[self.first.out])
+
+
+def interval_checkpoints(folder: Path) -> List[Tuple[int, Path]]:
+    """The checkpoints fairseq-train saved every --save-interval-updates in ``folder``, by
+    their updates.  fairseq saves none at an update that ends an epoch (its epoch checkpoint
+    stands there, which the recipe does not keep)."""
+    found = [(int(match.group(1)), path) for path in folder.glob("checkpoint_*_*.pt")
+             if (match := INTERVAL_CHECKPOINT.fullmatch(path.name))] if folder.is_dir() else []
+    return sorted(found)
 
 
 def scan_profile(split: Split, smoke: bool) -> TrainingProfile:
@@ -190,6 +247,7 @@ def scan_parser() -> Parser:
     parser.add_argument("--systems", type=name_list)
     parser.add_argument("--seeds", type=positive_int, default=3)
     parser.add_argument("--bootstrap", type=positive_int)
+    parser.add_argument("--checkpoint-every", type=non_negative_int, default=0)
     add_run_options(parser)
     return parser
 
@@ -211,7 +269,7 @@ def scan_plan(argv: Sequence[str]) -> tuple:
         run_.data_dir = run_.out / split.name / "data"
         runs[split.name] = run_
     scan = Scan(splits=splits, runs=runs, seeds=[args.seed + k for k in range(args.seeds)], smoke=smoke,
-                bootstrap=args.bootstrap or (100 if smoke else 1000))
+                bootstrap=args.bootstrap or (100 if smoke else 1000), checkpoint_every=args.checkpoint_every)
     return args, scan
 
 

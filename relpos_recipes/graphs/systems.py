@@ -226,14 +226,18 @@ def train_step(run: SystemsRun, training: Training, follows: Sequence[Path] = ()
 
 
 def translate_steps(run: SystemsRun, folder: Path, follows: Sequence[Path] = (),
-                    test_sets: Sequence[str] = (), label: str = "") -> List[Step]:
+                    test_sets: Sequence[str] = (), label: str = "", checkpoint: Optional[Path] = None,
+                    into: Optional[Path] = None) -> List[Step]:
     """The test sets (default: the profile's) translated with FOLDER's best checkpoint (beam
     5), and with --oracle-length also decoded with each sentence's reference length;
-    ``label`` as train_step's."""
+    ``label`` as train_step's.  ``checkpoint``: another of the folder's checkpoints, whose
+    translations go to ``into`` (default: FOLDER)."""
     steps = []
+    into = into or folder
     for test_set in test_sets or run.profile.test_sets:
-        for oracle, out in ((False, folder / test_set), (True, oracle_folder(folder, test_set)))[:1 + run.oracle]:
-            translation = Translation(checkpoint=folder / "checkpoint_best.pt", testset=run.data / "testsets" / test_set,
+        for oracle, out in ((False, into / test_set), (True, oracle_folder(into, test_set)))[:1 + run.oracle]:
+            translation = Translation(checkpoint=checkpoint or folder / "checkpoint_best.pt",
+                                      testset=run.data / "testsets" / test_set,
                                       out=out, cpu=not run.gpus, extra=list(run.profile.translate),
                                       user_dir="fairseq_relpos", oracle=oracle)
             steps += translation.steps(run.profile.langs, root=run.out, label=label or folder.name,

@@ -22,6 +22,7 @@ COMMANDS: Dict[str, Tuple[str, ...]] = {
     "toy-corpus": ("relpos_recipes.tools.toy_corpus",),
     "scan": ("relpos_recipes.tools.scan",),
     "scan-curve": ("relpos_recipes.tools.scan_curve",),
+    "scan-updates": ("relpos_recipes.tools.scan_updates",),
     "filter-pairs": ("relpos_recipes.tools.filter_pairs",),
     "spm": ("relpos_recipes.tools.spm",),
     "binarize": ("relpos_recipes.tools.binarize",),

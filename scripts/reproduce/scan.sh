@@ -21,6 +21,7 @@
 #   OUT/SPLIT/data/                the generated split (scan/) and its prepared folder
 #   OUT/SPLIT/models/ARCH-seedS/   checkpoints, train.log; test/ and test.oracle/ the translations
 #   OUT/SPLIT/board/               board.md/json/csv/tex, bleu.png, oracle.png, ...
+#   OUT/SPLIT/updates/             with --checkpoint-every: exact match against updates
 #   OUT/summary/                   scan.json (systems, seeds, updates, exact match per split, free
 #                                  and oracle, with the differences), scan.md, exact.png (exact
 #                                  match against the cutoff, a line per system: free solid,
@@ -41,6 +42,9 @@
 #   --updates N        training updates of each model (default 50000, the published budget)
 #   --quick            at most 200 updates
 #   --bootstrap N      resamples of the boards' paired tests (default 1000)
+#   --checkpoint-every K  also keep each model's checkpoint of every K updates and decode each,
+#                      free and at the oracle length: OUT/SPLIT/updates/ has exact match against
+#                      updates (updates.json, updates.md, updates.png; default 0: none)
 #   --out-dir DIR      everything (default runs/scan; SMOKE=1: runs/smoke/scan)
 #   --threads N        cores to use (default: all)
 #   --gpus N           GPUs to use on this machine (default 0: CPU cores)

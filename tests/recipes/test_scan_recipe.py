@@ -101,6 +101,86 @@ def test_the_board_ranks_by_exact_match_by_the_references_actions(plan, tmp_path
                       for name, limit in (("length", 22), ("cutoff22", 22), ("cutoff26", 26))]
 
 
+def test_checkpoints_along_the_way_are_each_decoded_and_scored_against_updates(plan, tmp_path):
+    """--checkpoint-every K: each training saves a checkpoint every K updates; once the trainings
+    have run, each checkpoint fairseq saved is decoded freely and at the oracle length, and one
+    step scores them all against the updates."""
+    assert all("--save-interval-updates" not in words(step) for job in plan("--split", "length").graph().jobs
+               for step in job.steps)
+    scan = plan("--split", "cutoff:26", "--systems", "transformer_abs,transformer_xl", "--seeds", "2",
+                "--updates", "3000", "--checkpoint-every", "1000")
+    graph = scan.graph()
+    xl, board = graph.job("cutoff26-transformer_xl"), graph.job("cutoff26-board")
+    assert all(option(words(step), "--save-interval-updates") == "1000" for step in xl.steps if step.name == "train")
+    assert board.waits_for == [graph.job("cutoff26-transformer_abs"), xl]
+    models = tmp_path / "run" / "cutoff26" / "models"
+    assert xl.later.build() == []  # nothing trained yet
+    # what fairseq saved: epoch 15 ended at update 1000 (its epoch checkpoint, not kept, stands there)
+    for name in ("checkpoint_8_1000.pt", "checkpoint_31_2000.pt", "checkpoint_46_3000.pt"):
+        (models / "transformer_xl-seed1").mkdir(parents=True, exist_ok=True)
+        (models / "transformer_xl-seed1" / name).write_bytes(b"")
+    (models / "transformer_xl-seed2").mkdir(parents=True)
+    for name in ("checkpoint_46_3000.pt", "checkpoint_best.pt", "checkpoint_last.pt", "checkpoint46.pt"):
+        (models / "transformer_xl-seed2" / name).write_bytes(b"")
+    translations = [step for step in xl.later.build() if step.name == "translate"]
+    assert [(step.home.relative_to(models)).as_posix() for step in translations] == [
+        f"transformer_xl-seed{seed}/updates/{updates}/{decoding}"
+        for seed, updates in ((1, 1000), (1, 2000), (1, 3000), (2, 3000)) for decoding in ("test", "test.oracle")]
+    assert [option(words(step), "--path") for step in translations[::2]] == [
+        str(models / "transformer_xl-seed1" / "checkpoint_8_1000.pt"),
+        str(models / "transformer_xl-seed1" / "checkpoint_31_2000.pt"),
+        str(models / "transformer_xl-seed1" / "checkpoint_46_3000.pt"),
+        str(models / "transformer_xl-seed2" / "checkpoint_46_3000.pt")]
+    assert "--oracle-length" in words(translations[1]) and "--oracle-length" not in words(translations[0])
+    (updates,) = board.later.build()
+    argv = words(updates)
+    assert "relpos_recipes.tools.scan_updates" in argv
+    assert option(argv, "--ref") == str(tmp_path / "run" / "cutoff26" / "data" / "testsets" / "test" / "raw.out")
+    given = [value for k, value in enumerate(argv) if argv[k - 1] == "--translation"]
+    seed2 = models / "transformer_xl-seed2" / "updates" / "3000"
+    assert given[-1] == f"transformer_xl=2=3000={seed2 / 'test' / 'hyp.txt'}={seed2 / 'test.oracle' / 'hyp.txt'}"
+    assert len(given) == 4 and set(updates.inputs) >= {seed2 / "test" / "hyp.txt", seed2 / "test.oracle" / "hyp.txt"}
+    assert updates.home == tmp_path / "run" / "cutoff26" / "updates"
+
+
+def test_exact_match_against_updates_over_the_seeds_that_saved_a_checkpoint(tmp_path, capsys):
+    from relpos_recipes.tools import scan_updates
+
+    (tmp_path / "ref").write_text("a b\nc\nd d d\ne\n")
+
+    def hyp(name, *lines):
+        (tmp_path / name).write_text("".join(line + "\n" for line in lines))
+        return tmp_path / name
+
+    hyp("all", "a b", "c", "d d d", "e")
+    hyp("half", "a b", "c", "d d", "e e")
+    hyp("none", "a", "", "d", "f")
+    spec = [("rel", 1, 1000, "half", "all"), ("rel", 2, 1000, "all", "all"), ("rel", 1, 2000, "all", "all"),
+            ("abs", 1, 1000, "none", "half")]
+    scan_updates.main(["--ref", str(tmp_path / "ref"), "--out-dir", str(tmp_path / "out"), "--title", "T"]
+                      + [a for system, seed, updates, free, oracle in spec
+                         for a in ("--translation", f"{system}={seed}={updates}={tmp_path / free}={tmp_path / oracle}")])
+    record = json.loads((tmp_path / "out" / "updates.json").read_text())
+    assert record["test_pairs"] == 4 and list(record["systems"]) == ["rel", "abs"]
+    first, second = record["systems"]["rel"]
+    assert first["updates"] == 1000 and first["free"]["seeds"] == [1, 2] and first["free"]["values"] == [50.0, 100.0]
+    assert first["free"]["mean"] == 75.0 and first["free"]["sd"] == pytest.approx(35.3553, abs=1e-4)
+    assert second == {"updates": 2000, "free": {"mean": 100.0, "sd": 0.0, "seeds": [1], "values": [100.0]},
+                      "oracle": {"mean": 100.0, "sd": 0.0, "seeds": [1], "values": [100.0]}}
+    assert record["systems"]["abs"][0]["oracle"]["mean"] == 50.0
+    out = capsys.readouterr().out
+    assert "| 1,000 | 75.0 ± 35.4 / 100.0 ± 0.0 (n=2) | 0.0 ± 0.0 / 50.0 ± 0.0 (n=1) |" in out
+    assert "| 2,000 | 100.0 ± 0.0 / 100.0 ± 0.0 (n=1) | — |" in out
+    assert (tmp_path / "out" / "updates.png").read_bytes().startswith(b"\x89PNG")
+    hyp("short", "a b", "c")
+    with pytest.raises(SystemExit, match="short: 2 lines, but --ref has 4"):
+        scan_updates.main(["--ref", str(tmp_path / "ref"), "--out-dir", str(tmp_path / "x"),
+                           "--translation", f"rel=1=5={tmp_path / 'short'}={tmp_path / 'all'}"])
+    with pytest.raises(SystemExit, match="rel=1=5 is given twice"):
+        scan_updates.main(["--ref", str(tmp_path / "ref"), "--out-dir", str(tmp_path / "x")]
+                          + ["--translation", f"rel=1=5={tmp_path / 'all'}={tmp_path / 'all'}"] * 2)
+
+
 def test_smoke_shrinks_the_data_the_model_and_the_budget(tmp_path, monkeypatch):
     monkeypatch.setenv("SMOKE", "1")
     args, scan = scan_plan(["--split", "cutoff:26", "--out-dir", str(tmp_path)])
@@ -146,10 +226,12 @@ def test_the_parallel_corpus_of_each_split(tmp_path):
 @pytest.mark.slow
 def test_smoke_run_end_to_end(tmp_path):
     """SMOKE=1 scan.sh on one cutoff, one system, one seed: the data, the model, both decodings, the
-    board by exact match and the summary's record and figure."""
+    board by exact match, the summary's record and figure, and its checkpoint of every 8 updates
+    scored against updates."""
     out = tmp_path / "scan"
     proc = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "reproduce" / "scan.sh"), "--split", "cutoff:36",
-                           "--systems", "transformer_abs", "--seeds", "1", "--updates", "8", "--out-dir", str(out)],
+                           "--systems", "transformer_abs", "--seeds", "1", "--updates", "8", "--checkpoint-every", "8",
+                           "--out-dir", str(out)],
                           capture_output=True, text=True, timeout=600, env={**os.environ, "SMOKE": "1"})
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert f"summary: {out / 'summary'}" in proc.stdout
@@ -164,6 +246,10 @@ def test_smoke_run_end_to_end(tmp_path):
     assert split["test_pairs"] == -(-sum(len(a) > 36 for _, a in scan_tool.all_pairs()) // 40)
     assert set(split["exact"]["transformer_abs"]) == {"free", "oracle"}
     assert (out / "summary" / "exact.png").read_bytes().startswith(b"\x89PNG")
+    # the checkpoint of the last update (mid-epoch), decoded both ways and scored against updates
+    (point,) = json.loads((out / "cutoff36" / "updates" / "updates.json").read_text())["systems"]["transformer_abs"]
+    assert point["updates"] == 8 and point["free"]["seeds"] == [1] and point["oracle"]["seeds"] == [1]
+    assert point["free"]["values"] == [beyond["transformer_abs"]["exact_seeds"][0]]  # the best checkpoint is the last
 
 
 def test_the_summary_gathers_each_splits_exact_match_free_and_oracle(tmp_path, capsys):
