@@ -76,7 +76,10 @@ class _Progress:
         self.format = step.display.progress  # None: its lines say nothing of its progress
         cap = self.format.max_updates.findall(" ".join(step.argv())) if self.format else []
         self.max_updates = int(cap[-1]) if cap else None
-        self.printed = 0.0
+        # when its line was last shown; never yet, so the first is shown at once (time.monotonic()
+        # counts from the machine's start: a 0 here would hold it back on a machine up for less
+        # than the interval)
+        self.printed = float("-inf")
 
     def read(self, line: str) -> bool:
         """Takes one output line; whether it was a dev evaluation (worth showing at once)."""
