@@ -13,13 +13,13 @@ each decoded freely and at the oracle length into ARCH-seedS/updates/U/, and OUT
 holds exact match against updates (updates.json, updates.md, updates.png).
 """
 import dataclasses
-import re
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..engine import Display, Graph, Job, Later, Launch, OutDir, ProgressConsole, Step, StepError, run
 from ..engine.step import REPO
+from ..tools.fairseq_train import INTERVAL_CHECKPOINT
 from ..tools.scan import LENGTH_SPLIT_TRAIN_MAX, parse_split
 from . import tool
 from .archs import check_archs
@@ -38,8 +38,6 @@ LANGS = ("in", "out")  # the commands and their actions
 LONGEST = 48  # SCAN's longest action sequence
 TEST_SET = "test"
 UPDATES = "updates"  # a model's folder of the translations of its checkpoints along the way
-# what fairseq-train names the checkpoint of --save-interval-updates: checkpoint_EPOCH_UPDATES.pt
-INTERVAL_CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,6 +258,9 @@ def scan_plan(argv: Sequence[str]) -> tuple:
     splits = scan_splits(args.split, args.cutoffs)
     args.systems = args.systems or SCAN_SYSTEMS.split(",")
     args.updates = args.updates or (20 if smoke else 50000)
+    if args.checkpoint_every > args.updates:
+        raise StepError(f"--checkpoint-every {args.checkpoint_every} keeps no checkpoint within --updates {args.updates}: "
+                        "give at most the budget")
     args.out_dir = args.out_dir or REPO / "runs" / ("smoke" if smoke else "") / "scan"
     args.oracle_length, args.concat_systems = True, []
     runs = {}

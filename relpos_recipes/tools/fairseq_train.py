@@ -12,6 +12,7 @@ refused, never resumed from nor handed on.
 import argparse
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,11 @@ from relpos_analysis import fairseq_log
 from . import fail, option_value
 
 ZIP_END = b"PK\x05\x06"
+# the checkpoint of every --save-interval-updates: checkpoint_EPOCH_UPDATES.pt (its updates the group)
+INTERVAL_CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt")
 # the names of the checkpoints fairseq-train writes (best, last, per epoch, per --save-interval-updates,
 # --keep-best-checkpoints): what a training that starts afresh removes, and nothing else
-FAIRSEQ_CHECKPOINTS = (r"checkpoint_best\.pt", r"checkpoint_last\.pt", r"checkpoint\d+\.pt", r"checkpoint_\d+_\d+\.pt",
+FAIRSEQ_CHECKPOINTS = (r"checkpoint_best\.pt", r"checkpoint_last\.pt", r"checkpoint\d+\.pt", INTERVAL_CHECKPOINT.pattern,
                        r"checkpoint\.best_.+\.pt")
 
 

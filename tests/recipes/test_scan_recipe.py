@@ -197,6 +197,8 @@ def test_smoke_shrinks_the_data_the_model_and_the_budget(tmp_path, monkeypatch):
     (["--split", "cutoff:48"], "1 to 47"),
     (["--split", "cutoffs:26"], "expected 'length', 'all' or 'cutoff:C'"),
     (["--cutoffs", "22,x"], "--cutoffs: expected a positive integer"),
+    (["--split", "length", "--updates", "500", "--checkpoint-every", "1000"],
+     "--checkpoint-every 1000 keeps no checkpoint within --updates 500"),
 ])
 def test_bad_splits_are_refused(plan, argv, message):
     with pytest.raises(StepError, match=message):
