@@ -56,6 +56,19 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(f"error: {message}")
 
 
+def write_record(folder, names: Sequence[str], record: dict, table: str, figure: bytes) -> None:
+    """A tool's record (JSON), table (markdown, also printed) and figure (PNG), named by
+    ``names`` in that order, in ``folder`` (made if missing)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in zip(names, ((json.dumps(record, indent=2) + "\n").encode("utf-8"), table.encode("utf-8"), figure)):
+        (folder / name).write_bytes(data)
+    print(table, end="")
+
+
 def count_lines(path) -> int:
     with open(path, "rb") as f:
         return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))

@@ -17,9 +17,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from . import fail
+from . import fail, write_record
 
 ORACLE = "-oracle"  # the board's name of a system's oracle-length decoding
 
@@ -141,13 +141,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--out-dir", required=True, type=Path)
     args = parser.parse_args(argv)
     record = summary(args.board, [int(seed) for seed in args.seeds.split(",")], args.updates)
-    text = markdown(record)
-    outputs: Dict[str, bytes] = {"scan.json": (json.dumps(record, indent=2) + "\n").encode("utf-8"),
-                                 "scan.md": text.encode("utf-8"), "exact.png": figure(record)}
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for name, data in outputs.items():
-        (args.out_dir / name).write_bytes(data)
-    print(text, end="")
+    write_record(args.out_dir, ("scan.json", "scan.md", "exact.png"), record, markdown(record), figure(record))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ printed) and updates.png (exact match against updates, a line per system, free s
 oracle-length dashed).
 """
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Dict, List, Optional, Sequence
 from relpos_analysis.io import InputError, read_lines
 from relpos_analysis.metrics import exact_matches
 
-from . import fail
+from . import fail, write_record
 
 DECODINGS = ("free", "oracle")
 
@@ -122,13 +121,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except InputError as err:
         fail(str(err))
     record = summary(references, args.translation)
-    text = markdown(record, args.title)
-    outputs: Dict[str, bytes] = {"updates.json": (json.dumps(record, indent=2) + "\n").encode("utf-8"),
-                                 "updates.md": text.encode("utf-8"), "updates.png": figure(record, args.title)}
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for name, data in outputs.items():
-        (args.out_dir / name).write_bytes(data)
-    print(text, end="")
+    write_record(args.out_dir, ("updates.json", "updates.md", "updates.png"), record, markdown(record, args.title),
+                 figure(record, args.title))
 
 
 if __name__ == "__main__":
