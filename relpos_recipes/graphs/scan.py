@@ -8,7 +8,9 @@ commands and the actions are the tokens), OUT/SPLIT/models/ARCH-seedS each model
 translations of the test set (free and oracle length), OUT/SPLIT/board the board (ranked by
 exact match beyond the training limit, buckets by the reference's number of actions).
 OUT/summary gathers the splits: scan.json, scan.md and exact.png (exact match against the
-cutoff).  With --checkpoint-every K each training also keeps its checkpoint of every K updates,
+cutoff).  Each model's last checkpoint translates, into ARCH-seedS/last/: Csordas et al. report
+the model at the end of its budget; with --checkpoint best the checkpoint of the best dev
+perplexity does, into ARCH-seedS/ (so that both can stand side by side).  With --checkpoint-every K each training also keeps its checkpoint of every K updates,
 each decoded freely and at the oracle length into ARCH-seedS/updates/U/, and OUT/SPLIT/updates
 holds exact match against updates (updates.json, updates.md, updates.png).
 """
@@ -21,6 +23,7 @@ from ..engine import Display, Graph, Job, Later, Launch, OutDir, ProgressConsole
 from ..engine.step import REPO
 from ..tools.fairseq_train import INTERVAL_CHECKPOINT
 from ..tools.scan import LENGTH_SPLIT_TRAIN_MAX, parse_split
+from ..tools.scan_curve import CHECKPOINTS
 from . import tool
 from .archs import check_archs
 from .data import corpus_fetcher, preparation_and_test_sets
@@ -38,6 +41,7 @@ LANGS = ("in", "out")  # the commands and their actions
 LONGEST = 48  # SCAN's longest action sequence
 TEST_SET = "test"
 UPDATES = "updates"  # a model's folder of the translations of its checkpoints along the way
+LAST = "last"  # a model's folder of its last checkpoint's translations (--checkpoint last)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +98,7 @@ class Scan:
     smoke: bool
     bootstrap: int
     checkpoint_every: int = 0  # --checkpoint-every: 0, none kept but the best and the last
+    checkpoint: str = "last"  # --checkpoint: which of each training's checkpoints the board reads (last, best)
 
     @property
     def first(self) -> SystemsRun:
@@ -101,6 +106,12 @@ class Scan:
 
     def folder(self, split: Split, arch: str, seed: int) -> Path:
         return self.first.out / split.name / "models" / f"{arch}-seed{seed}"
+
+    def translations(self, split: Split, arch: str, seed: int) -> Path:
+        """Where the board's translations of a model are: its last/ (the last checkpoint's) or,
+        with --checkpoint best, its folder."""
+        folder = self.folder(split, arch, seed)
+        return folder / LAST if self.checkpoint == LAST else folder
 
     def data_steps(self, split: Split) -> List[Step]:
         """SCAN generated as a parallel corpus (train, dev, test), prepared as a user's corpus
@@ -128,12 +139,16 @@ class Scan:
                                  if self.checkpoint_every else [])])
 
     def system_steps(self, split: Split, arch: str) -> List[Step]:
-        """Each seed's model trained, and its test set translated greedily and at the oracle length."""
+        """Each seed's model trained, and its test set translated greedily and at the oracle length
+        by the checkpoint --checkpoint names."""
         run_, steps = self.runs[split.name], []
         for seed in self.seeds:
-            label = f"{split.name}/{arch}-seed{seed}"
+            label, folder = f"{split.name}/{arch}-seed{seed}", self.folder(split, arch, seed)
+            last = self.checkpoint == LAST
             steps += [train_step(run_, self.training(split, arch, seed), label=label),
-                      *translate_steps(run_, self.folder(split, arch, seed), label=label)]
+                      *translate_steps(run_, folder, label=f"{label}@last" if last else label,
+                                       checkpoint=folder / "checkpoint_last.pt" if last else None,
+                                       into=self.translations(split, arch, seed))]
         return steps
 
     def checkpoint_steps(self, split: Split, arch: str) -> List[Step]:
@@ -172,18 +187,19 @@ class Scan:
     def board_step(self, split: Split) -> Step:
         run_ = self.runs[split.name]
         testset, board = run_.data / "testsets" / TEST_SET, self.board_dir(split)
-        models = {arch: [self.folder(split, arch, seed) for seed in self.seeds] for arch in run_.archs}
-        named, read = system_options(models, TEST_SET, oracle=True)
-        logs = {arch: [folder / "train.log" for folder in folders] for arch, folders in models.items()}
+        translations = {arch: [self.translations(split, arch, seed) for seed in self.seeds] for arch in run_.archs}
+        named, read = system_options(translations, TEST_SET, oracle=True)
+        logs = {arch: [self.folder(split, arch, seed) / "train.log" for seed in self.seeds] for arch in run_.archs}
         n = len(self.seeds)
         command = [tool("board"), "--source", testset / "raw.in", "--ref", testset / "raw.out",
                    "--length-by", "reference", *named,
-                   *[a for arch in models for a in ("--train-log", f"{arch}=" + ",".join(map(str, logs[arch])))],
+                   *[a for arch in logs for a in ("--train-log", f"{arch}=" + ",".join(map(str, logs[arch])))],
                    "--baseline", run_.archs[0], "--train-limit", split.limit, "--edges", split.edges,
                    "--tokenize", "none", "--metrics", "bleu,ter,exact", "--rank-by", "exact",
                    "--learned-threshold", "0", "--bootstrap", self.bootstrap, "--seed", run_.seed,
                    "--title", f"SCAN, {split.name} split: trained on up to {split.limit} actions, {n} seed"
-                              f"{'s' if n > 1 else ''}, {run_.updates:,} updates (length: the reference's actions)",
+                              f"{'s' if n > 1 else ''}, {run_.updates:,} updates, {CHECKPOINTS[self.checkpoint]} "
+                              "(length: the reference's actions)",
                    "--out-dir", OutDir(board)]
         return Step("board", command, home=board, root=run_.out,
                     inputs=[testset / "raw.in", testset / "raw.out", *read,
@@ -197,7 +213,7 @@ class Scan:
                                 *[a for split, board in zip(self.splits, boards)
                                   for a in ("--board", f"{split.name}={split.limit}={board}")],
                                 "--seeds", ",".join(map(str, self.seeds)), "--updates", self.first.updates,
-                                "--out-dir", OutDir(out)],
+                                "--checkpoint", self.checkpoint, "--out-dir", OutDir(out)],
                     home=out, root=self.first.out, inputs=boards,
                     display=Display(echo=False, title="exact match against the cutoff"))
 
@@ -246,6 +262,7 @@ def scan_parser() -> Parser:
     parser.add_argument("--seeds", type=positive_int, default=3)
     parser.add_argument("--bootstrap", type=positive_int)
     parser.add_argument("--checkpoint-every", type=non_negative_int, default=0)
+    parser.add_argument("--checkpoint", choices=sorted(CHECKPOINTS), default="last")
     add_run_options(parser)
     return parser
 
@@ -270,7 +287,8 @@ def scan_plan(argv: Sequence[str]) -> tuple:
         run_.data_dir = run_.out / split.name / "data"
         runs[split.name] = run_
     scan = Scan(splits=splits, runs=runs, seeds=[args.seed + k for k in range(args.seeds)], smoke=smoke,
-                bootstrap=args.bootstrap or (100 if smoke else 1000), checkpoint_every=args.checkpoint_every)
+                bootstrap=args.bootstrap or (100 if smoke else 1000), checkpoint_every=args.checkpoint_every,
+                checkpoint=args.checkpoint)
     return args, scan
 
 

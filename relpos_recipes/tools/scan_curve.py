@@ -3,7 +3,8 @@ boards of the SCAN recipe's splits (relpos-leaderboard's board.json, ranked by e
 gathered into one record, one table and one figure.
 
     python -m relpos_recipes.tools.scan_curve --board cutoff26=26=RUN/cutoff26/board/board.json \\
-        --board length=22=RUN/length/board/board.json --seeds 1,2,3 --updates 50000 --out-dir RUN/summary
+        --board length=22=RUN/length/board/board.json --seeds 1,2,3 --updates 50000 --checkpoint last \
+        --out-dir RUN/summary
 
 Each split's number is its board's exact match on every test pair longer than the split's
 training limit (the whole test set): mean, sample sd and per-seed values over the seeds, and
@@ -22,6 +23,7 @@ from typing import List, Optional, Sequence
 from . import fail, write_record
 
 ORACLE = "-oracle"  # the board's name of a system's oracle-length decoding
+CHECKPOINTS = {"best": "the checkpoint of the best dev perplexity", "last": "the last checkpoint"}
 
 
 def read_board(path: Path) -> dict:
@@ -45,9 +47,9 @@ def score(record: Optional[dict]) -> Optional[dict]:
             "difference_ci": [record.get("exact_diff_ci_lo"), record.get("exact_diff_ci_hi")]}
 
 
-def summary(boards: Sequence[tuple], seeds: List[int], updates: int) -> dict:
+def summary(boards: Sequence[tuple], seeds: List[int], updates: int, checkpoint: str) -> dict:
     """The record: per split (name, training limit, board) each system's free and oracle-length
-    exact match."""
+    exact match; ``checkpoint``: which of each training's checkpoints translated (best, last)."""
     splits, systems, baseline = [], [], None
     for name, limit, path in boards:
         board = read_board(path)
@@ -61,7 +63,7 @@ def summary(boards: Sequence[tuple], seeds: List[int], updates: int) -> dict:
                                "oracle": score(board["beyond"].get(system + ORACLE))} for system in free},
         })
     return {"metric": "exact match (%) on every test pair longer than the training limit", "baseline": baseline,
-            "systems": systems, "seeds": seeds, "updates": updates, "splits": splits}
+            "systems": systems, "seeds": seeds, "updates": updates, "checkpoint": checkpoint, "splits": splits}
 
 
 def _cell(value: Optional[dict], baseline: bool) -> List[str]:
@@ -75,10 +77,16 @@ def _cell(value: Optional[dict], baseline: bool) -> List[str]:
     return [mean, f"{value['difference']:+.1f}{interval}"]
 
 
+def budget(record: dict) -> str:
+    """Seeds, updates and the checkpoint that translated, as the table's and the figure's titles
+    say them (a record written before --checkpoint had the best one)."""
+    return (f"{len(record['seeds'])} seed(s), {record['updates']:,} updates, "
+            f"{CHECKPOINTS[record.get('checkpoint', 'best')]}")
+
+
 def markdown(record: dict) -> str:
     base = record["baseline"]
-    lines = [f"# SCAN: exact match beyond the training limit, {len(record['seeds'])} seed(s), "
-             f"{record['updates']:,} updates", "",
+    lines = [f"# SCAN: exact match beyond the training limit, {budget(record)}", "",
              f"| split | limit | test pairs | system | free | Δ free vs {base} [95% CI] | oracle length | "
              f"Δ oracle vs {base} free [95% CI] |", "|---|---|---|---|---|---|---|---|"]
     for split in record["splits"]:
@@ -117,7 +125,7 @@ def figure(record: dict) -> bytes:
     axis.set_xlabel("training cutoff (actions)" + (" (squares: the length split)" if length else ""))
     axis.set_ylabel("exact match beyond the cutoff (%)")
     axis.set_ylim(-2, 102)
-    axis.set_title(f"SCAN, {len(record['seeds'])} seed(s), {record['updates']:,} updates")
+    axis.set_title(f"SCAN, {budget(record)}", fontsize="medium")
     axis.legend(fontsize="small")
     data = figure_bytes(fig, "png")
     plt.close(fig)
@@ -138,9 +146,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--board", type=board_spec, action="append", required=True, metavar="SPLIT=LIMIT=JSON")
     parser.add_argument("--seeds", required=True, help="the training seeds, comma-separated")
     parser.add_argument("--updates", type=int, required=True, help="each model's training updates")
+    parser.add_argument("--checkpoint", choices=sorted(CHECKPOINTS), required=True,
+                        help="which checkpoint of each training translated")
     parser.add_argument("--out-dir", required=True, type=Path)
     args = parser.parse_args(argv)
-    record = summary(args.board, [int(seed) for seed in args.seeds.split(",")], args.updates)
+    record = summary(args.board, [int(seed) for seed in args.seeds.split(",")], args.updates, args.checkpoint)
     write_record(args.out_dir, ("scan.json", "scan.md", "exact.png"), record, markdown(record), figure(record))
 
 

@@ -19,17 +19,19 @@
 # interval of the difference to the first system (pooled seeds, paired bootstrap), free and
 # oracle length side by side; last, the summary of every split.
 #   OUT/SPLIT/data/                the generated split (scan/) and its prepared folder
-#   OUT/SPLIT/models/ARCH-seedS/   checkpoints, train.log; test/ and test.oracle/ the translations
+#   OUT/SPLIT/models/ARCH-seedS/   checkpoints, train.log; last/test/ and last/test.oracle/ the
+#                                  translations (with --checkpoint best: test/ and test.oracle/)
 #   OUT/SPLIT/board/               board.md/json/csv/tex, bleu.png, oracle.png, ...
 #   OUT/SPLIT/updates/             with --checkpoint-every: exact match against updates
-#   OUT/summary/                   scan.json (systems, seeds, updates, exact match per split, free
-#                                  and oracle, with the differences), scan.md, exact.png (exact
-#                                  match against the cutoff, a line per system: free solid,
-#                                  oracle length dashed; the length split as squares)
+#   OUT/summary/                   scan.json (systems, seeds, updates, checkpoint, exact match
+#                                  per split, free and oracle, with the differences), scan.md,
+#                                  exact.png (exact match against the cutoff, a line per system:
+#                                  free solid, oracle length dashed; the length split as squares)
 # Every model has Csordas et al.'s settings: 3+3 layers of width 128, 8 heads, FFN 256,
 # dropout 0.5, batches of 256 sentences, Adam at a fixed learning rate of 1e-3, gradient norm
-# clipped at 5, cross-entropy; the checkpoint with the best dev perplexity (one evaluation per
-# epoch) translates.  Without a GPU the models train side by side, one per core.
+# clipped at 5, cross-entropy; the model at the end of the budget translates (Csordas et al.
+# report theirs after 50,000 steps, with no choice by a dev set).  Without a GPU the models
+# train side by side, one per core.
 #
 # Options:
 #   --split S          length (Lake and Baroni: train on at most 22 actions) or cutoff:C
@@ -45,6 +47,9 @@
 #   --checkpoint-every K  also keep each model's checkpoint of every K updates and decode each,
 #                      free and at the oracle length: OUT/SPLIT/updates/ has exact match against
 #                      updates (updates.json, updates.md, updates.png; default 0: none)
+#   --checkpoint last|best  the checkpoint of each training that translates for the boards:
+#                      the last (default) or the one of the best dev perplexity (one evaluation
+#                      per epoch); the other's translations, where made before, stay
 #   --out-dir DIR      everything (default runs/scan; SMOKE=1: runs/smoke/scan)
 #   --threads N        cores to use (default: all)
 #   --gpus N           GPUs to use on this machine (default 0: CPU cores)

@@ -65,6 +65,34 @@ def test_each_model_decodes_greedily_and_at_the_oracle_length(plan, tmp_path):
     assert "--oracle-length" in words(steps[1]) and "--oracle-length" not in words(steps[0])
 
 
+def test_the_last_checkpoint_translates_by_default_and_the_best_one_beside_it(plan, tmp_path):
+    last, best = (plan("--split", "cutoff:26", "--systems", "transformer_abs,transformer_xl", "--seeds", "2",
+                       *checkpoint) for checkpoint in ((), ("--checkpoint", "best")))
+    model = tmp_path / "run" / "cutoff26" / "models" / "transformer_xl-seed2"
+
+    def translations(scan):
+        steps = [step for step in scan.graph().job("cutoff26-transformer_xl").steps if step.name == "translate"]
+        return {(step.home, option(words(step), "--path")) for step in steps if model in step.home.parents}
+
+    assert translations(best) == {(model / "test", str(model / "checkpoint_best.pt")),
+                                  (model / "test.oracle", str(model / "checkpoint_best.pt"))}
+    assert translations(last) == {(model / "last" / "test", str(model / "checkpoint_last.pt")),
+                                  (model / "last" / "test.oracle", str(model / "checkpoint_last.pt"))}
+    # the training is the same step: switching reuses the model and keeps the best one's translations
+    train = [[step for step in scan.graph().job("cutoff26-transformer_xl").steps if step.name == "train"]
+             for scan in (best, last)]
+    assert [words(step) for step in train[0]] == [words(step) for step in train[1]]
+    board = words(last.graph().job("cutoff26-board").steps[0])
+    systems = dict(value.split("=", 1) for k, value in enumerate(board) if board[k - 1] == "--system")
+    assert systems["transformer_xl"].split(",")[1] == str(model / "last" / "test" / "hyp.txt")
+    assert systems["transformer_xl-oracle"].split(",")[1] == str(model / "last" / "test.oracle" / "hyp.txt")
+    logs = dict(value.split("=", 1) for k, value in enumerate(board) if board[k - 1] == "--train-log")
+    assert logs["transformer_xl"].split(",")[1] == str(model / "train.log")
+    assert "the last checkpoint" in option(board, "--title")
+    assert option(words(last.graph().job("summary").steps[0]), "--checkpoint") == "last"
+    assert option(words(best.graph().job("summary").steps[0]), "--checkpoint") == "best"
+
+
 def test_the_data_is_generated_and_prepared_without_subwords(plan, tmp_path):
     scan = plan("--split", "length", "--systems", "transformer_abs")
     steps = scan.graph().job("length-data").steps
@@ -251,7 +279,9 @@ def test_smoke_run_end_to_end(tmp_path):
     # the checkpoint of the last update (mid-epoch), decoded both ways and scored against updates
     (point,) = json.loads((out / "cutoff36" / "updates" / "updates.json").read_text())["systems"]["transformer_abs"]
     assert point["updates"] == 8 and point["free"]["seeds"] == [1] and point["oracle"]["seeds"] == [1]
-    assert point["free"]["values"] == [beyond["transformer_abs"]["exact_seeds"][0]]  # the best checkpoint is the last
+    # the board's translations are the last checkpoint's, the model of those 8 updates
+    assert record["checkpoint"] == "last" and point["free"]["values"] == [beyond["transformer_abs"]["exact_seeds"][0]]
+    assert (out / "cutoff36" / "models" / "transformer_abs-seed1" / "last" / "test.oracle" / "hyp.txt").is_file()
 
 
 def test_the_summary_gathers_each_splits_exact_match_free_and_oracle(tmp_path, capsys):
@@ -270,7 +300,7 @@ def test_the_summary_gathers_each_splits_exact_match_free_and_oracle(tmp_path, c
 
     specs = [board("length", [0.0, 2.0], [10.0, 20.0]), board("cutoff26", [0.0, 0.0], [100.0, 98.0])]
     scan_curve.main([a for spec in specs for a in ("--board", spec)]
-                    + ["--seeds", "1,2", "--updates", "500", "--out-dir", str(tmp_path / "out")])
+                    + ["--seeds", "1,2", "--updates", "500", "--checkpoint", "best", "--out-dir", str(tmp_path / "out")])
     record = json.loads((tmp_path / "out" / "scan.json").read_text())
     assert record["systems"] == ["abs", "rel"] and record["seeds"] == [1, 2] and record["baseline"] == "abs"
     cutoff = record["splits"][1]
@@ -279,7 +309,13 @@ def test_the_summary_gathers_each_splits_exact_match_free_and_oracle(tmp_path, c
     assert cutoff["exact"]["rel"]["free"]["difference_ci"] == [1.0, 9.0]
     assert "| cutoff26 | 26 | 100 | rel | 99.0 ± 1.0 | +5.0 [+1.0, +9.0] | 95.0 ± 1.0 |" in capsys.readouterr().out
     assert (tmp_path / "out" / "exact.png").read_bytes().startswith(b"\x89PNG")
+    assert record["checkpoint"] == "best" and "2 seed(s), 500 updates, the checkpoint of the best dev" in \
+        (tmp_path / "out" / "scan.md").read_text()
+    scan_curve.main(["--board", specs[0], "--seeds", "1,2", "--updates", "500", "--checkpoint", "last",
+                     "--out-dir", str(tmp_path / "last")])
+    assert json.loads((tmp_path / "last" / "scan.json").read_text())["checkpoint"] == "last"
+    assert "500 updates, the last checkpoint" in (tmp_path / "last" / "scan.md").read_text()
     (tmp_path / "bleu.json").write_text(json.dumps({"records": [{"system": "abs", "set": "beyond", "bleu": 1}]}))
     with pytest.raises(SystemExit, match="--metrics ...,exact"):
-        scan_curve.main(["--board", f"x=26={tmp_path / 'bleu.json'}", "--seeds", "1", "--updates", "1",
+        scan_curve.main(["--board", f"x=26={tmp_path / 'bleu.json'}", "--seeds", "1", "--updates", "1", "--checkpoint", "last",
                          "--out-dir", str(tmp_path / "no")])
