@@ -10,9 +10,10 @@ exact match beyond the training limit, buckets by the reference's number of acti
 OUT/summary gathers the splits: scan.json, scan.md and exact.png (exact match against the
 cutoff).  Each model's last checkpoint translates, into ARCH-seedS/last/: Csordas et al. report
 the model at the end of its budget; with --checkpoint best the checkpoint of the best dev
-perplexity does, into ARCH-seedS/ (so that both can stand side by side).  With --checkpoint-every K each training also keeps its checkpoint of every K updates,
-each decoded freely and at the oracle length into ARCH-seedS/updates/U/, and OUT/SPLIT/updates
-holds exact match against updates (updates.json, updates.md, updates.png).
+perplexity does, into ARCH-seedS/ (so that both can stand side by side).  With
+--checkpoint-every K each training also keeps its checkpoint of every K updates, each decoded
+freely and at the oracle length into ARCH-seedS/updates/U/, and OUT/SPLIT/updates holds exact
+match against updates (updates.json, updates.md, updates.png).
 """
 import dataclasses
 import time

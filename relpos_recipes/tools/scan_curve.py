@@ -3,7 +3,7 @@ boards of the SCAN recipe's splits (relpos-leaderboard's board.json, ranked by e
 gathered into one record, one table and one figure.
 
     python -m relpos_recipes.tools.scan_curve --board cutoff26=26=RUN/cutoff26/board/board.json \\
-        --board length=22=RUN/length/board/board.json --seeds 1,2,3 --updates 50000 --checkpoint last \
+        --board length=22=RUN/length/board/board.json --seeds 1,2,3 --updates 50000 --checkpoint last \\
         --out-dir RUN/summary
 
 Each split's number is its board's exact match on every test pair longer than the split's
