@@ -58,14 +58,18 @@ def fail(message: str) -> NoReturn:
 
 def write_record(folder, names: Sequence[str], record: dict, table: str, figure: bytes) -> None:
     """A tool's record (JSON), table (markdown, also printed) and figure (PNG), named by
-    ``names`` in that order, in ``folder`` (made if missing)."""
+    ``names`` in that order, in ``folder`` (made if missing), through the analysis package's
+    all-or-nothing writer."""
     import json
     from pathlib import Path
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, data in zip(names, ((json.dumps(record, indent=2) + "\n").encode("utf-8"), table.encode("utf-8"), figure)):
-        (folder / name).write_bytes(data)
+    from relpos_analysis.io import InputError, write_files
+
+    contents = ((json.dumps(record, indent=2) + "\n").encode("utf-8"), table.encode("utf-8"), figure)
+    try:
+        write_files({Path(folder) / name: data for name, data in zip(names, contents)})
+    except InputError as err:
+        fail(str(err))
     print(table, end="")
 
 
