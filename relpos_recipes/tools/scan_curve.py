@@ -110,18 +110,20 @@ def figure(record: dict) -> bytes:
     for k, system in enumerate(record["systems"]):
         color = colors[k % len(colors)]
         for decoding, style in (("free", "-"), ("oracle", "--")):
+            label = f"{system} ({'oracle length' if decoding == 'oracle' else 'free'})"
             points = [(split["train_limit"], split["exact"][system][decoding]) for split in cutoffs
                       if system in split["exact"] and split["exact"][system][decoding]]
             if points:
                 axis.errorbar([x for x, _ in points], [v["mean"] for _, v in points],
                               yerr=[v["sd"] for _, v in points], color=color, linestyle=style, marker="o",
-                              capsize=3, label=f"{system} ({'oracle length' if decoding == 'oracle' else 'free'})")
+                              capsize=3, label=label)
             for split in length:
                 value = split["exact"].get(system, {}).get(decoding)
                 if value:
+                    # the squares name the system where no cutoff line does (a length split alone)
                     axis.errorbar([split["train_limit"]], [value["mean"]], yerr=[value["sd"]], color=color,
                                   marker="s", fillstyle="full" if decoding == "free" else "none", capsize=3,
-                                  linestyle="none")
+                                  linestyle="none", label=None if points else label)
     axis.set_xlabel("training cutoff (actions)" + (" (squares: the length split)" if length else ""))
     axis.set_ylabel("exact match beyond the cutoff (%)")
     axis.set_ylim(-2, 102)

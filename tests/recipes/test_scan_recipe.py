@@ -5,6 +5,7 @@ corpus, and one SMOKE=1 run end to end."""
 import json
 import os
 import subprocess
+import warnings
 
 import pytest
 
@@ -315,6 +316,10 @@ def test_the_summary_gathers_each_splits_exact_match_free_and_oracle(tmp_path, c
                      "--out-dir", str(tmp_path / "last")])
     assert json.loads((tmp_path / "last" / "scan.json").read_text())["checkpoint"] == "last"
     assert "500 updates, the last checkpoint" in (tmp_path / "last" / "scan.md").read_text()
+    # the length split alone: its squares carry the legend (matplotlib warns of a legend without labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scan_curve.figure(json.loads((tmp_path / "last" / "scan.json").read_text()))
     (tmp_path / "bleu.json").write_text(json.dumps({"records": [{"system": "abs", "set": "beyond", "bleu": 1}]}))
     with pytest.raises(SystemExit, match="--metrics ...,exact"):
         scan_curve.main(["--board", f"x=26={tmp_path / 'bleu.json'}", "--seeds", "1", "--updates", "1", "--checkpoint", "last",
