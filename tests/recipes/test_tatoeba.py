@@ -139,11 +139,13 @@ def test_prepare_refuses_a_missing_file_and_bad_options(tmp_path):
 @pytest.mark.slow
 def test_smoke_recipe_end_to_end_on_a_slice_of_the_real_export(tmp_path, monkeypatch):
     """SMOKE=1 tatoeba.sh on every 85th pair of the real export: the split (checked against
-    the slice), Moses, BPE, the length filter, the three test sets, two tiny systems trained
-    and translated, the three reports; a re-run's plan has nothing to do."""
+    the slice), Moses, BPE, the length filter, the three test sets, a tiny system trained and
+    translated, the three reports; a re-run's plan has nothing to do.  (One system: reports of
+    several, in order, are the demo's and table 3's, tests/recipes/test_demo.py and
+    tests/cluster/test_slurm.py.)"""
     export = shared_path(*EXPORT)
     dirs = ["--work-dir", tmp_path / "work", "--out-dir", tmp_path / "runs"]
-    systems = ["transformer_abs", "transformer_rel"]
+    systems = ["transformer_rel"]
     env = {"SMOKE": "1", "SMOKE_DATA": str(export)}
     run(["bash", SCRIPTS / "reproduce" / "tatoeba.sh", "--systems", ",".join(systems), *dirs], env=env)
     work, runs = tmp_path / "work", tmp_path / "runs"
@@ -164,8 +166,8 @@ def test_smoke_recipe_end_to_end_on_a_slice_of_the_real_export(tmp_path, monkeyp
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     again = plan(recipe_graph(monkeypatch, "tatoeba", "--systems", ",".join(systems), *dirs))
-    assert [step.name for step in again.steps].count("train") == 2
-    assert [step.name for step in again.steps].count("translate") == 6
+    assert [step.name for step in again.steps].count("train") == 1
+    assert [step.name for step in again.steps].count("translate") == 3
     assert not again.pending() and not again.unbuilt
 
 
