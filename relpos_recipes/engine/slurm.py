@@ -326,7 +326,12 @@ def job_script(job: Job, launch: Launch, after: Sequence[str], environment: JobE
     if after:
         sbatch.append(f"--dependency={'afterany' if job.after_any else 'afterok'}:{':'.join(after)}")
     sbatch += shlex.split(options.args)
-    command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), "--run-job", job.name]
+    # a training job's runner counts down to its margin from the time SLURM says the job has left
+    # (run_job): it is told that the job has a limit of ours and its margin, which job_argv leaves
+    # out with the other options about submitting
+    timer = ["--slurm-time", options.time, "--slurm-requeue-margin", str(options.requeue_margin)] \
+        if job.trains and options.time else []
+    command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), *timer, "--run-job", job.name]
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in sbatch),
              f"# {job.kind} job of: {launch.what()}",
              # SLURM's warning, sent once, may come before Python hears it: not fatal, and the
