@@ -48,9 +48,9 @@ def test_a_training_jobs_script_asks_for_its_gpus_requeues_itself_and_waits_for_
         'export PL_ENV_READY="$VIRTUAL_ENV" TQDM_DISABLE=1',
         "export SMOKE=1",
         "export TRAIN_EXTRA_ARGS='--seed 2'",
-        # the options about submitting are not the job's, but for its limit and margin (the
-        # parsed ones: 120 s, which the command line leaves to the options), from which its
-        # runner counts down
+        # the options about submitting are not the job's, but for its time limit and requeue
+        # margin as the submission parsed them (120 s: the command line leaves it to the
+        # options), from which the job's runner counts down
         "exec python -m relpos_recipes demo --out runs --gpus 1 --slurm-time 1:00:00 --slurm-requeue-margin 120 "
         "--run-job abs",
     ]) + "\n"
