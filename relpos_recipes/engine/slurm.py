@@ -306,6 +306,9 @@ def job_script(job: Job, launch: Launch, after: Sequence[str], environment: JobE
     gpus = options.gpus_per_job if job.kind == "system" else 0
     nodes = options.nodes if job.kind == "system" else 1
     cpus = job_cpus(job.kind, gpus, options, launch.threads, node_cpus)
+    # a training under a limit of ours requeues itself MARGIN s before it: SLURM warns it, and
+    # its runner counts down from the time SLURM says it has left (run_job)
+    near_limit = bool(job.trains and options.time)
     sbatch = [f"--job-name=relpos-{launch.recipe}-{job.name}", f"--output={folder}/{job.name}-%j.out",
               "--open-mode=append", f"--cpus-per-task={cpus}", f"--nodes={nodes}", "--kill-on-invalid-dep=yes"]
     if gpus:
@@ -316,27 +319,21 @@ def job_script(job: Job, launch: Launch, after: Sequence[str], environment: JobE
         sbatch.append(f"--time={options.time}")
     if options.mem:
         sbatch.append(f"--mem={options.mem}")
-    if job.trains:
-        sbatch.append("--requeue")
-        if options.time:
-            # to the batch process, which is the recipe's runner (exec below)
-            sbatch.append(f"--signal=B:USR1@{options.requeue_margin}")
-    else:
-        sbatch.append("--no-requeue")
+    sbatch.append("--requeue" if job.trains else "--no-requeue")
+    if near_limit:  # to the batch process, which is the recipe's runner (exec below)
+        sbatch.append(f"--signal=B:USR1@{options.requeue_margin}")
     if after:
         sbatch.append(f"--dependency={'afterany' if job.after_any else 'afterok'}:{':'.join(after)}")
     sbatch += shlex.split(options.args)
-    # a training job's runner counts down to its margin from the time SLURM says the job has left
-    # (run_job): it is told that the job has a limit of ours and its margin, which job_argv leaves
-    # out with the other options about submitting
-    timer = ["--slurm-time", options.time, "--slurm-requeue-margin", str(options.requeue_margin)] \
-        if job.trains and options.time else []
+    # the runner's countdown needs the limit and the margin, which job_argv leaves out with the
+    # other options about submitting
+    timer = ["--slurm-time", options.time, "--slurm-requeue-margin", str(options.requeue_margin)] if near_limit else []
     command = ["python", "-m", "relpos_recipes", launch.recipe, *job_argv(launch.argv), *timer, "--run-job", job.name]
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in sbatch),
              f"# {job.kind} job of: {launch.what()}",
              # SLURM's warning, sent once, may come before Python hears it: not fatal, and the
              # runner sets a timer from the time left as well (engine/time_limit.py)
-             *(["trap '' USR1"] if job.trains and options.time else []),
+             *(["trap '' USR1"] if near_limit else []),
              f"cd {shlex.quote(environment.folder)}",  # where the recipe's relative paths start
              f"source {shlex.quote(environment.venv)}/bin/activate",
              "export PL_ENV_READY=\"$VIRTUAL_ENV\" TQDM_DISABLE=1",
