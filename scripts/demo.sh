@@ -8,7 +8,7 @@
 #   1. prepare-toy.sh: a generated corpus (relpos_recipes/tools/toy_corpus.py: SOV source,
 #      SVO target with agreement, clauses chained to any length; 20,000 training sentences
 #      of 12-40 words), joint BPE (subword-nmt), training pairs filtered to --train-limit
-#      subword tokens on both sides, binarized (fairseq-preprocess)
+#      subword tokens on both sides, binarized (fairseq-preprocess's format)
 #   2. build-test-sets.sh: the test set (300 sentences of 12-50 words, reaching about twice
 #      the training limit in subword tokens) and its concat_seq (pairs 1+2, 3+4, ... joined)
 #      (the word ranges scale with --train-limit; these are for 50)

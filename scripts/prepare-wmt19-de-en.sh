@@ -13,8 +13,8 @@
 #   4. learn and apply joint BPE (subword-nmt, --bpe-merges merge operations);
 #   5. build the two dictionaries (separate, from the cleaned training data);
 #   6. for each --max-len N: drop training pairs whose source OR target has more than N
-#      subword tokens (prints how many were kept and removed), then binarize with
-#      fairseq-preprocess into WORK/data-bin/lenN/shard0..shardS-1 (see train.sh).
+#      subword tokens (prints how many were kept and removed), then binarize (the files
+#      fairseq-preprocess writes) into WORK/data-bin/lenN/shard0..shardS-1 (see train.sh).
 #
 # Options:
 #   --work-dir DIR        output directory (default: work/wmt19-de-en in the checkout)

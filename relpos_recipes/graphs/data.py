@@ -211,11 +211,15 @@ def preparation_steps(p: Preparation) -> List[Step]:
         "--report", Out(p.path("text", "clean.txt"), also=(p.path("text", "clean.json"),))],
         clean, title="clean the training pairs"))
     steps += _segmentation_steps(p)
-    steps.append(p.step("dict", [
-        "fairseq-preprocess", "--source-lang", p.src, "--target-lang", p.tgt,
-        "--trainpref", p.path("seg", "train"), "--destdir", Out(p.path("dict")), "--dict-only",
-        "--workers", p.threads], [p.path("seg", f"train.{lang}") for lang in p.langs],
-        cpus=p.threads, log=p.path("dict.log"), title="fairseq dictionaries"))
+    # fairseq-preprocess's dictionaries, byte for byte (tests/recipes/test_binarize.py), without
+    # its 2 s of imports; the identity stays the command that made them before
+    what = ["--source-lang", p.src, "--target-lang", p.tgt, "--trainpref", p.path("seg", "train")]
+    steps.append(p.step("dict", [tool("binarize"), *what, "--dict-only", "--destdir", Out(p.path("dict")),
+                                 "--workers", p.threads],
+                        [p.path("seg", f"train.{lang}") for lang in p.langs], cpus=p.threads, log=p.path("dict.log"),
+                        title="fairseq dictionaries",
+                        identity=["fairseq-preprocess", *what, "--destdir", p.path("dict"), "--dict-only",
+                                  "--workers", p.threads]))
     for n in p.lens:
         steps += limit_steps(p, n)
     for band in p.bands:
@@ -458,8 +462,9 @@ def testset_steps(prep: Prepared, name: str, fetch: Callable[[str], List[Step]],
     work, folder = prep.work, prep.work / "testsets" / name
     steps: List[Step] = []
 
-    def step(step_name, command, inputs, cpus: int = 1, title: str = "", log: Optional[Path] = None):
-        steps.append(Step(step_name, command, home=folder, root=work, inputs=inputs,
+    def step(step_name, command, inputs, cpus: int = 1, title: str = "", log: Optional[Path] = None,
+             identity: Optional[Sequence[str]] = None):
+        steps.append(Step(step_name, command, home=folder, root=work, inputs=inputs, identity=identity,
                           policy=Policy(on_change=on_change), resources=Resources(cpus=cpus),
                           display=Display(title=title, log=log)))
 
@@ -501,10 +506,14 @@ def testset_steps(prep: Prepared, name: str, fetch: Callable[[str], List[Step]],
     step("longer-side", [tool("longer-side"), "--src", seg[0], "--tgt", seg[1],
                          "--out", Out(folder / "longer-side")], seg, title=f"{name}: longer sides")
     dicts = [work / "dict" / f"dict.{lang}.txt" for lang in prep.langs]
-    step("bin", ["fairseq-preprocess", "--source-lang", prep.src, "--target-lang", prep.tgt,
-                 "--testpref", folder / "seg", "--srcdict", dicts[0], "--tgtdict", dicts[1],
-                 "--destdir", Out(folder / "bin"), "--workers", 1],
-         [*seg, *dicts], log=folder / "preprocess.log", title=f"{name}: binarize")
+    what = ["--source-lang", prep.src, "--target-lang", prep.tgt, "--testpref", folder / "seg",
+            "--srcdict", dicts[0], "--tgtdict", dicts[1]]
+    # the tool writes fairseq-preprocess's files byte for byte (tests/recipes/test_binarize.py)
+    # without its 2 s of imports; the identity stays the command that binarized test sets
+    # before, so that their folders are still done
+    step("bin", [tool("binarize"), *what, "--destdir", Out(folder / "bin")], [*seg, *dicts],
+         log=folder / "preprocess.log", title=f"{name}: binarize",
+         identity=["fairseq-preprocess", *what, "--destdir", folder / "bin", "--workers", 1])
     step("meta", [tool("testset-meta"), "--dir", folder, "--name", name, "--pair", prep.pair,
                   "--src", prep.src, "--tgt", prep.tgt, "--out", Out(folder / "meta.env")],
          [*(folder / f"raw.{lang}" for lang in prep.langs), *seg, folder / "bin"], title=f"{name}: check")
