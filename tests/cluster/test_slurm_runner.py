@@ -26,8 +26,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 REPO = REPO_ROOT
 SCRIPTS = REPO / "scripts"
 # one scheme, two rates: after 50 updates 1e-2 reaches a lower dev loss than 1e-3 (6.8 against
-# 4.3), so its choice is not the grid's first rate; two seeds.  (Several schemes on one board:
-# the quick leaderboard in tests/recipes/test_demo.py.)
+# 4.3), so its choice is not the grid's first rate; two seeds.  (A scheme that fails, on the
+# board beside another: the quick leaderboard in tests/recipes/test_demo.py; several schemes
+# ranked: tests/analysis/test_leaderboard.py.)
 BOARD = ["--quick", "--systems", "transformer_abs", "--lr-grid", "1e-3,1e-2", "--seeds", "2",
          "--train-limit", "20", "--updates", "50", "--validate-every", "25", "--patience", "2"]
 ON_SLURM = ["--launcher", "slurm", "--slurm-gpus-per-job", "0"]
