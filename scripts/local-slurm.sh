@@ -12,8 +12,8 @@
 #            already answers with its node taking jobs and this slurm.conf; restarts its
 #            daemons if the node does not (slurmd stopped, or the node down or drained) or
 #            its slurm.conf is another.  One start at a time ($RELPOS_SLURM_DIR.lock).  A
-#            requeued job starts again after 11 s (AuthInfo=cred_expire=10; SLURM's default
-#            holds it 121 s).
+#            requeued job starts again 11-13 s later (AuthInfo=cred_expire=10 and a pass
+#            over the pending jobs every 2 s; SLURM's defaults hold it 121 s, then up to 30).
 #   stop     stop the daemons this script started
 #   status   sinfo, or exit 1 if no cluster answers
 #
@@ -84,6 +84,10 @@ ReturnToService=2
 JobRequeue=1
 MpiDefault=none
 SchedulerType=sched/backfill
+# a pass over the pending jobs every 2 s, not every 30 (backfill) and 60 (main): a job that
+# becomes eligible with no event to schedule it (a requeued one whose wait ends, below) would
+# otherwise wait up to half a minute on a node with nothing else to do
+SchedulerParameters=bf_interval=2,sched_interval=2
 MaxJobCount=10000
 KillWait=10
 # a requeued job waits cred_expire + 1 s before it starts again (121 s by default)
