@@ -189,23 +189,6 @@ def _blocks(path: str, lines_per_block: int):
         fail(f"{path} is not UTF-8 text (byte {e.start} of a line: {e.reason})")
 
 
-class _InProcess:
-    """map in this process, where one worker is asked for."""
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @staticmethod
-    def map(function, parts):
-        return map(function, parts)
-
-
-def _pool(workers: int):
-    return ProcessPoolExecutor(workers) if workers > 1 else _InProcess()
-
-
 def count_words(lines: List[str]) -> Counter:
     """Each word of the lines, and a </s> per line (Dictionary.add_file_to_dictionary)."""
     counts: Counter = Counter()
@@ -220,17 +203,31 @@ def _split(block: List[str], parts: int) -> List[List[str]]:
     return [block[i:i + size] for i in range(0, len(block), size)]
 
 
+def _by_block(function, source: str, workers: int):
+    """``function`` of the file's lines, a block at a time, in order: here for a block of one
+    worker's share (a test set's whole file), by ``workers`` processes for a larger one."""
+    pool = None
+    try:
+        for block in _blocks(source, LINES_PER_BLOCK * workers):
+            if workers == 1 or len(block) <= LINES_PER_BLOCK:
+                yield function(block)
+            else:
+                pool = pool or ProcessPoolExecutor(workers)
+                yield from pool.map(function, _split(block, workers))
+    finally:
+        if pool:
+            pool.shutdown()
+
+
 def binarize_file(vocabulary: Vocabulary, source: str, out_prefix: str, workers: int = 1) -> Summary:
     """``source`` into ``out_prefix``.bin and .idx (fairseq's mmap format)."""
     dtype = vocabulary.token_dtype()
     summary, sizes = Summary(), []
-    encode = partial(encode_lines, vocabulary=vocabulary)
-    with _pool(workers) as pool, open(f"{out_prefix}.bin", "wb") as data:
-        for block in _blocks(source, LINES_PER_BLOCK * workers):
-            for part in pool.map(encode, _split(block, workers)):
-                data.write(part.tokens.tobytes(order="C"))
-                sizes += part.sizes
-                summary.add(part.summary)
+    with open(f"{out_prefix}.bin", "wb") as data:
+        for part in _by_block(partial(encode_lines, vocabulary=vocabulary), source, workers):
+            data.write(part.tokens.tobytes(order="C"))
+            sizes += part.sizes
+            summary.add(part.summary)
     pointers = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(np.asarray(sizes[:-1], dtype=np.int64) * np.dtype(dtype).itemsize, out=pointers[1:])
     with open(f"{out_prefix}.idx", "wb") as index:
@@ -245,10 +242,8 @@ def build_dictionary(source: str, workers: int = 1) -> Vocabulary:
     """fairseq-preprocess's dictionary of ``source`` (its defaults: every word, padded to a
     multiple of eight)."""
     counts: Counter = Counter()
-    with _pool(workers) as pool:
-        for block in _blocks(source, LINES_PER_BLOCK * workers):
-            for part in pool.map(count_words, _split(block, workers)):
-                counts.update(part)
+    for part in _by_block(count_words, source, workers):
+        counts.update(part)
     return Vocabulary.counted(counts)
 
 
