@@ -39,11 +39,14 @@ if [[ "$(cat "$relpos_install_stamp" 2>/dev/null)" != "$relpos_wanted_stamp" ]] 
 sys.exit(not all(map(u.find_spec, ('fairseq_relpos_compat', 'fairseq', 'torch'))))" 2>/dev/null; then
   relpos_log "setting up $VIRTUAL_ENV"
   python -m pip install -q --no-compile "pip<24.1"
+  # torch (where it is missing) in the same pip run as the rest: one resolution, not two
+  # (24 s against 33 s with pip's cache warm)
+  relpos_torch=()
   if ! python -c "import torch" 2>/dev/null; then
     relpos_log "installing $RELPOS_TORCH_SPEC"
-    python -m pip install -q --no-compile "$RELPOS_TORCH_SPEC"
+    relpos_torch=("$RELPOS_TORCH_SPEC")
   fi
-  python -m pip install -q --no-compile -e "$REPO_ROOT[test]"
+  python -m pip install -q --no-compile ${relpos_torch[@]+"${relpos_torch[@]}"} -e "$REPO_ROOT[test]"
   # Byte-compiled here, on all cores, once (about 15 s on 2).  Left to the first import, the
   # modules are never compiled to disk where PYTHONDONTWRITEBYTECODE is set (as on our
   # development machines), and every fairseq command compiles torch and fairseq again: about
@@ -55,4 +58,4 @@ sys.exit(not all(map(u.find_spec, ('fairseq_relpos_compat', 'fairseq', 'torch'))
     "$REPO_ROOT/fairseq_relpos" "$REPO_ROOT/relpos_recipes" "$REPO_ROOT/relpos_analysis" "$REPO_ROOT/fairseq_relpos_compat.py" || true
   echo "$relpos_wanted_stamp" > "$relpos_install_stamp"
 fi
-unset relpos_install_stamp relpos_wanted_stamp relpos_served
+unset relpos_install_stamp relpos_wanted_stamp relpos_served relpos_torch
