@@ -46,7 +46,9 @@ def text(tmp_path, lines_per_side):
         if NEWSTEST.is_dir():
             real = (NEWSTEST / f"newstest2014.{lang}").read_text(encoding="utf-8").split("\n")[:lines_per_side]
         else:
-            real = [" ".join(f"w{(i * 7 + j) % 97}" for j in range(i % 23)) for i in range(lines_per_side)]
+            # a word of its own every third line: the second half has words the first lacks
+            real = [" ".join([f"w{(i * 7 + j) % 97}" for j in range(i % 23)] + [f"v{i}"] * (i % 3 == 0))
+                    for i in range(lines_per_side)]
         sides[lang] = real[:100] + ODD_LINES + real[100:]
         (tmp_path / f"text.{lang}").write_text("\n".join(sides[lang]) + "\n", encoding="utf-8")
     return sides
