@@ -206,7 +206,12 @@ def fairseq_in_process(command, *args, cwd=None):
     import io
     import logging
 
-    main = importlib.import_module(f"fairseq_cli.{command.removeprefix('fairseq-')}").cli_main
+    module = importlib.import_module(f"fairseq_cli.{command.removeprefix('fairseq-')}")
+    # fairseq-preprocess loads no batches (and takes no --num-workers), but adds a file handler
+    # to its logger on every call (DESTDIR/preprocess.log), closed here
+    loader = [] if command == "fairseq-preprocess" else ["--num-workers", "0"]
+    own = logging.getLogger(module.__name__)
+    own_handlers = list(own.handlers)
     out = io.StringIO()
     handler = logging.StreamHandler(out)
     # fairseq_cli's own format (its logging.basicConfig)
@@ -215,16 +220,19 @@ def fairseq_in_process(command, *args, cwd=None):
     root = logging.getLogger()
     level = root.level
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
-        patch.setattr(sys, "argv", [command, "--num-workers", "0", *map(str, args)])  # a later one wins
+        patch.setattr(sys, "argv", [command, *loader, *map(str, args)])  # a later one wins
         if cwd:
             patch.chdir(cwd)
         root.addHandler(handler)
         root.setLevel(logging.INFO)  # setLevel, not the attribute: loggers cache their levels
         try:
-            main()
+            module.cli_main()
         finally:
             root.removeHandler(handler)
             root.setLevel(level)
+            for added in [h for h in own.handlers if h not in own_handlers]:
+                own.removeHandler(added)
+                added.close()
     return out.getvalue()
 
 

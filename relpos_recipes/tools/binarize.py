@@ -27,7 +27,6 @@ exist: a step hands the tool a temporary name and renames it when it succeeded.
 """
 import argparse
 import os
-import re
 import shutil
 import struct
 import sys
@@ -46,7 +45,6 @@ from . import fail
 SPECIAL_SYMBOLS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq's Dictionary: bos, pad, eos, unk
 SPECIALS = len(SPECIAL_SYMBOLS)  # no line of a dictionary file
 OVERWRITE_FLAG = "#fairseq:overwrite"
-WHITESPACE = re.compile(r"\s+")  # fairseq.tokenizer.tokenize_line's
 INDEX_MAGIC = b"MMIDIDX\x00\x00"  # fairseq's MMapIndexedDataset.Index, version 1
 DTYPE_CODES = {np.uint16: 8, np.uint32: 9, np.int64: 5}
 LINES_PER_BLOCK = 50_000  # read, encoded (by the workers) and written a block at a time
@@ -162,7 +160,9 @@ def encode_lines(lines: List[str], vocabulary: Vocabulary) -> EncodedBlock:
     sizes: List[int] = []
     replaced: Counter = Counter()
     for line in lines:
-        words = WHITESPACE.sub(" ", line).strip().split()
+        # fairseq's tokenize_line (runs of \s to one space, stripped, split on spaces): the
+        # same words as str.split, whose whitespace is re's \s at every code point
+        words = line.split()
         for word in words:
             index = indices.get(word, unk)
             if index == unk and word != unk_word:
@@ -190,10 +190,11 @@ def _blocks(path: str, lines_per_block: int):
 
 
 def count_words(lines: List[str]) -> Counter:
-    """Each word of the lines, and a </s> per line (Dictionary.add_file_to_dictionary)."""
+    """Each word of the lines (as encode_lines splits them), and a </s> per line
+    (Dictionary.add_file_to_dictionary)."""
     counts: Counter = Counter()
     for line in lines:
-        counts.update(WHITESPACE.sub(" ", line).strip().split())
+        counts.update(line.split())
     counts["</s>"] += len(lines)
     return counts
 

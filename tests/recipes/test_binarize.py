@@ -3,12 +3,11 @@ dictionaries, every split's .bin and .idx, and its sentence, token and <unk> cou
 text (the newstest sets where ../shared is, with lines of tabs, runs of spaces, a lone
 carriage return and words the dictionary lacks), across blocks and workers, and with a
 dictionary large enough for 32-bit tokens.  fairseq-preprocess runs here in this process."""
-import logging
 import re
 
 import pytest
 
-from conftest import SHARED
+from conftest import SHARED, fairseq_in_process
 from relpos_recipes.tools import binarize
 
 NEWSTEST = SHARED / "data" / "wmt-newstest" / "de-en"
@@ -16,27 +15,8 @@ ODD_LINES = ["", "  zwei   Leer\tzeichen  ", "ein\rHaus", "Ende\u00a0gut", "unbe
 
 
 def fairseq_preprocess(*argv):
-    """fairseq-preprocess's main in this process; what it logged, line by line."""
-    from fairseq import options
-    from fairseq_cli import preprocess
-
-    args = options.get_preprocessing_parser().parse_args([str(a) for a in argv])
-    logged = []
-    handler = logging.Handler()
-    handler.emit = lambda record: logged.append(record.getMessage())
-    root, before = logging.getLogger(), list(logging.getLogger().handlers)
-    root.addHandler(handler)
-    level = preprocess.logger.level
-    preprocess.logger.setLevel(logging.INFO)
-    try:
-        preprocess.main(args)
-    finally:  # main adds a file handler per call
-        preprocess.logger.setLevel(level)
-        for h in [*root.handlers, *preprocess.logger.handlers]:
-            if h not in before:
-                (root if h in root.handlers else preprocess.logger).removeHandler(h)
-                h.close()
-    return logged
+    """fairseq-preprocess in this process; what it logged, line by line."""
+    return fairseq_in_process("fairseq-preprocess", *argv).splitlines()
 
 
 def text(tmp_path, lines_per_side):
@@ -63,7 +43,8 @@ def same_folders(ours, theirs):
 
 
 def said(lines):
-    return [line for line in lines if re.match(r"\[(de|en)\] ", line)]
+    """The lines about each side's dictionary and files (fairseq's after its log prefix)."""
+    return [m.group(0) for m in map(re.compile(r"\[(de|en)\] .*").search, lines) if m]
 
 
 def test_a_test_set_is_binarized_as_fairseq_preprocess_binarizes_it(tmp_path, capsys):
